@@ -1,0 +1,24 @@
+"""The Algorithm protocol every model kind implements (one module per algorithm)."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Protocol, runtime_checkable
+
+from smserve.types import Batch, Prediction
+
+
+@runtime_checkable
+class Algorithm(Protocol):
+    """A loaded model. ``predict`` is pure (no I/O, no logging per row) and validates the
+    batch's column count itself, raising InvalidInput (400) that names both counts."""
+
+    name: ClassVar[str]
+    default_content_type: ClassVar[str]  # used when a request has no Content-Type
+    default_accept: ClassVar[str]  # used when Accept is missing or */*
+
+    @property
+    def n_features(self) -> int | None:
+        """Columns the model expects; None when the artifact does not say."""
+        ...
+
+    def predict(self, batch: Batch) -> Prediction: ...

@@ -1,0 +1,22 @@
+"""Codecs, one module per format, and the default registry that lists them explicitly."""
+
+from __future__ import annotations
+
+from smserve.codecs.base import Decoder, Encoder
+from smserve.codecs.registry import CodecRegistry
+from smserve.config import Settings
+
+__all__ = ["CodecRegistry", "Decoder", "Encoder", "default_registry"]
+
+
+def default_registry(settings: Settings) -> CodecRegistry:
+    """Every format the server speaks. Adding a format means adding its codec here."""
+    from smserve.codecs.csv import CsvCodec
+    from smserve.codecs.json import JsonCodec
+    from smserve.codecs.jsonlines import JsonLinesCodec
+
+    csv, json, jsonlines = CsvCodec(), JsonCodec(), JsonLinesCodec()
+    return CodecRegistry(
+        decoders=[csv, json, jsonlines],
+        encoders=[json, jsonlines, csv],
+    )

@@ -1,0 +1,195 @@
+"""Settings: every environment variable the server reads, read once at startup from an
+injected mapping and frozen. Nothing else in the package reads the environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+from smserve.errors import ConfigError
+
+MIB = 1024 * 1024
+T = TypeVar("T")
+
+ALGORITHMS = ("kmeans", "xgboost")
+KMEANS_DISTANCES = ("euclidean", "squared")
+XGBOOST_DEVICES = ("auto", "cpu", "cuda")
+LIBSVM_INDEX_BASES = ("0", "1", "auto")
+BATCH_STRATEGIES = ("MULTI_RECORD", "SINGLE_RECORD")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Process-wide settings. Field comments name the environment variable each comes from."""
+
+    model_dir: Path = Path("/opt/ml/model")  # SM_MODEL_DIR
+    port: int = 8080  # SAGEMAKER_BIND_TO_PORT
+    workers: int = 1  # SAGEMAKER_MODEL_SERVER_WORKERS (default: CPU count)
+    threads: int = 1  # SMSERVE_THREADS: request threads per worker
+    timeout_s: int = 60  # SAGEMAKER_MODEL_SERVER_TIMEOUT
+    keep_alive_s: int = 75  # SMSERVE_KEEP_ALIVE_S: idle keep-alive connections are kept this long
+    graceful_timeout_s: int = 25  # SMSERVE_GRACEFUL_TIMEOUT_S: SIGTERM drain (SageMaker kills at 30)
+    log_level: str = "info"  # SMSERVE_LOG_LEVEL
+    default_accept: str | None = None  # SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT (None: algorithm's)
+    max_payload_bytes: int = 6 * MIB  # SAGEMAKER_MAX_PAYLOAD_IN_MB (MiB) or MAX_CONTENT_LENGTH
+    batch_mode: bool = False  # SAGEMAKER_BATCH
+    batch_strategy: str = "MULTI_RECORD"  # SAGEMAKER_BATCH_STRATEGY
+    max_concurrent_transforms: int | None = None  # SAGEMAKER_MAX_CONCURRENT_TRANSFORMS
+    algorithm: str | None = None  # SMSERVE_ALGORITHM (None: detect from model_dir)
+    kmeans_distance: str = "euclidean"  # SMSERVE_KMEANS_DISTANCE: euclidean | squared
+    inference_output: tuple[str, ...] | None = None  # SAGEMAKER_INFERENCE_OUTPUT
+    ensemble: bool = True  # SAGEMAKER_INFERENCE_ENSEMBLE
+    allow_pickle: bool = False  # SMSERVE_ALLOW_PICKLE: opt in to unpickling model files
+    xgboost_device: str = "auto"  # SMSERVE_XGBOOST_DEVICE: auto | cpu | cuda
+    libsvm_index_base: str = "0"  # SMSERVE_LIBSVM_INDEX_BASE: 0 | 1 | auto
+    allow_one_fewer_feature: bool = False  # SMSERVE_ALLOW_ONE_FEWER_FEATURE
+    multi_model: bool = False  # SAGEMAKER_MULTI_MODEL
+    models_dir: Path = Path("/opt/ml/models")  # SMSERVE_MODELS_DIR (multi-model endpoints)
+    model_name: str | None = None  # MODEL_NAME (TF Serving style repository)
+    model_base_path: Path | None = None  # MODEL_BASE_PATH (TF Serving style repository)
+    model_config_file: Path | None = None  # SMSERVE_MODEL_CONFIG_FILE (TF Serving text format)
+    poll_interval_s: float = 1.0  # SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS (0 disables polling)
+    memory_budget_bytes: int | None = None  # SMSERVE_MEMORY_BUDGET_MB (multi-model endpoints)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from ``environ`` (the process environment when None).
+
+        Raises ConfigError naming the variable when a value is invalid.
+        """
+        env = _Reader(os.environ if environ is None else environ)
+        return cls(
+            model_dir=env.path("SM_MODEL_DIR", cls.model_dir),
+            port=env.integer("SAGEMAKER_BIND_TO_PORT", 8080, minimum=1),
+            workers=env.integer("SAGEMAKER_MODEL_SERVER_WORKERS", os.cpu_count() or 1, minimum=1),
+            threads=env.integer("SMSERVE_THREADS", 1, minimum=1),
+            timeout_s=env.integer("SAGEMAKER_MODEL_SERVER_TIMEOUT", 60, minimum=1),
+            keep_alive_s=env.integer("SMSERVE_KEEP_ALIVE_S", 75, minimum=0),
+            graceful_timeout_s=env.integer("SMSERVE_GRACEFUL_TIMEOUT_S", 25, minimum=0),
+            log_level=env.choice("SMSERVE_LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
+            default_accept=env.text("SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT"),
+            max_payload_bytes=_max_payload_bytes(env),
+            batch_mode=env.boolean("SAGEMAKER_BATCH", False),
+            batch_strategy=env.choice("SAGEMAKER_BATCH_STRATEGY", "MULTI_RECORD", BATCH_STRATEGIES),
+            max_concurrent_transforms=env.optional_integer("SAGEMAKER_MAX_CONCURRENT_TRANSFORMS"),
+            algorithm=env.optional_choice("SMSERVE_ALGORITHM", ALGORITHMS),
+            kmeans_distance=env.choice("SMSERVE_KMEANS_DISTANCE", "euclidean", KMEANS_DISTANCES),
+            inference_output=_inference_output(env),
+            ensemble=env.boolean("SAGEMAKER_INFERENCE_ENSEMBLE", True),
+            allow_pickle=env.boolean("SMSERVE_ALLOW_PICKLE", False),
+            xgboost_device=env.choice("SMSERVE_XGBOOST_DEVICE", "auto", XGBOOST_DEVICES),
+            libsvm_index_base=env.choice("SMSERVE_LIBSVM_INDEX_BASE", "0", LIBSVM_INDEX_BASES),
+            allow_one_fewer_feature=env.boolean("SMSERVE_ALLOW_ONE_FEWER_FEATURE", False),
+            multi_model=env.boolean("SAGEMAKER_MULTI_MODEL", False),
+            models_dir=env.path("SMSERVE_MODELS_DIR", cls.models_dir),
+            model_name=env.text("MODEL_NAME"),
+            model_base_path=env.optional_path("MODEL_BASE_PATH"),
+            model_config_file=env.optional_path("SMSERVE_MODEL_CONFIG_FILE"),
+            poll_interval_s=env.number("SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS", 1.0, minimum=0.0),
+            memory_budget_bytes=_memory_budget(env),
+        )
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with ``changes`` applied (``dataclasses.replace`` with field-name checking)."""
+        known = {f.name for f in fields(self)}
+        unknown = set(changes) - known
+        if unknown:
+            raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return Settings(**{**values, **changes})
+
+    @property
+    def max_payload_mib(self) -> int:
+        return self.max_payload_bytes // MIB
+
+
+def _max_payload_bytes(env: _Reader) -> int:
+    # The platform sets SAGEMAKER_MAX_PAYLOAD_IN_MB for Batch Transform, so it wins; the
+    # XGBoost container's MAX_CONTENT_LENGTH (bytes) is honoured when it is absent.
+    mib = env.optional_integer("SAGEMAKER_MAX_PAYLOAD_IN_MB", minimum=1)
+    if mib is not None:
+        return mib * MIB
+    return env.integer("MAX_CONTENT_LENGTH", 6 * MIB, minimum=1)
+
+
+def _memory_budget(env: _Reader) -> int | None:
+    mib = env.optional_integer("SMSERVE_MEMORY_BUDGET_MB", minimum=1)
+    return None if mib is None else mib * MIB
+
+
+def _inference_output(env: _Reader) -> tuple[str, ...] | None:
+    raw = env.text("SAGEMAKER_INFERENCE_OUTPUT")
+    if raw is None:
+        return None
+    keys = tuple(k.strip().lower() for k in raw.split(",") if k.strip())
+    if not keys:
+        raise ConfigError("SAGEMAKER_INFERENCE_OUTPUT is set but names no output")
+    return keys
+
+
+class _Reader:
+    """Typed, strict reads of one environment mapping; errors name the variable."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+
+    def text(self, name: str) -> str | None:
+        value = self._environ.get(name, "").strip()
+        return value or None
+
+    def _convert(self, name: str, cast: Callable[[str], T], what: str) -> T | None:
+        value = self.text(name)
+        if value is None:
+            return None
+        try:
+            return cast(value)
+        except ValueError:
+            raise ConfigError(f"{name}={value!r} is not {what}") from None
+
+    def optional_integer(self, name: str, minimum: int = 0) -> int | None:
+        value = self._convert(name, int, "an integer")
+        if value is not None and value < minimum:
+            raise ConfigError(f"{name}={value} must be at least {minimum}")
+        return value
+
+    def integer(self, name: str, default: int, minimum: int = 0) -> int:
+        value = self.optional_integer(name, minimum)
+        return default if value is None else value
+
+    def number(self, name: str, default: float, minimum: float = 0.0) -> float:
+        value = self._convert(name, float, "a number")
+        if value is not None and value < minimum:
+            raise ConfigError(f"{name}={value} must be at least {minimum}")
+        return default if value is None else value
+
+    def boolean(self, name: str, default: bool) -> bool:
+        value = self.text(name)
+        if value is None:
+            return default
+        if value.lower() in ("true", "1", "yes"):
+            return True
+        if value.lower() in ("false", "0", "no"):
+            return False
+        raise ConfigError(f"{name}={value!r} is not a boolean (use true or false)")
+
+    def optional_choice(self, name: str, choices: tuple[str, ...]) -> str | None:
+        value = self.text(name)
+        if value is None:
+            return None
+        matched = {c.lower(): c for c in choices}.get(value.lower())
+        if matched is None:
+            raise ConfigError(f"{name}={value!r} must be one of: {', '.join(choices)}")
+        return matched
+
+    def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
+        return self.optional_choice(name, choices) or default
+
+    def optional_path(self, name: str) -> Path | None:
+        value = self.text(name)
+        return None if value is None else Path(value)
+
+    def path(self, name: str, default: Path) -> Path:
+        return self.optional_path(name) or default

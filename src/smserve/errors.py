@@ -1,0 +1,89 @@
+"""Errors that map to HTTP responses. Messages are client-safe; tracebacks are only logged.
+
+* ServingError                  500  a true server fault (fixed message to clients)
+  x ClientError                 400
+    + DecodeError               400  malformed body (bad CSV cell, bad RecordIO magic, invalid JSON)
+    + InvalidInput              400  wrong feature count, empty batch, bad TF Serving request
+    + UnsupportedMediaType      415  unknown Content-Type, or an unsupported parameter value
+    + NotAcceptable             406  nothing in Accept is offered
+    + PayloadTooLarge           413  body over the configured limit
+    + ModelNotFound             404  unknown model name or version
+    + Conflict                  409  model already loaded (multi-model endpoints)
+  x ModelNotReady               503  this worker has not finished loading
+  x InsufficientStorage         507  loading another model would exceed the memory budget
+  x PredictionError             500  the algorithm failed on a valid batch
+* StartupError                       not HTTP: configuration or model loading failed; the process exits
+  + ConfigError                      a setting has a bad value (names the variable)
+  + ModelLoadError                   a model file cannot be loaded (names the file and the reason)
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import ClassVar
+
+
+class ServingError(Exception):
+    """Base of every error a request can end with; ``status`` picks the HTTP status."""
+
+    status: ClassVar[HTTPStatus] = HTTPStatus.INTERNAL_SERVER_ERROR
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ClientError(ServingError):
+    status = HTTPStatus.BAD_REQUEST
+
+
+class DecodeError(ClientError):
+    status = HTTPStatus.BAD_REQUEST
+
+
+class InvalidInput(ClientError):
+    status = HTTPStatus.BAD_REQUEST
+
+
+class UnsupportedMediaType(ClientError):
+    status = HTTPStatus.UNSUPPORTED_MEDIA_TYPE
+
+
+class NotAcceptable(ClientError):
+    status = HTTPStatus.NOT_ACCEPTABLE
+
+
+class PayloadTooLarge(ClientError):
+    status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
+
+
+class ModelNotFound(ClientError):
+    status = HTTPStatus.NOT_FOUND
+
+
+class Conflict(ClientError):
+    status = HTTPStatus.CONFLICT
+
+
+class ModelNotReady(ServingError):
+    status = HTTPStatus.SERVICE_UNAVAILABLE
+
+
+class InsufficientStorage(ServingError):
+    status = HTTPStatus.INSUFFICIENT_STORAGE
+
+
+class PredictionError(ServingError):
+    status = HTTPStatus.INTERNAL_SERVER_ERROR
+
+
+class StartupError(Exception):
+    """Raised before serving starts; the process prints the message and exits non-zero."""
+
+
+class ConfigError(StartupError):
+    pass
+
+
+class ModelLoadError(StartupError):
+    pass

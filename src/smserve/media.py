@@ -1,0 +1,152 @@
+"""Media types: the one place their strings live, header parsing, and Accept negotiation.
+
+It knows nothing of codecs or algorithms; callers pass the offers they have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from werkzeug.http import parse_options_header
+
+from smserve.errors import NotAcceptable, UnsupportedMediaType
+
+CSV = "text/csv"
+JSON = "application/json"
+JSONLINES = "application/jsonlines"
+RECORDIO = "application/x-recordio-protobuf"
+LIBSVM = "text/libsvm"
+
+# Other spellings clients send for the same formats (the built-in XGBoost container's short
+# names among them). Keys and values are lower-case essences.
+ALIASES: Mapping[str, str] = {
+    "csv": CSV,
+    "text/x-csv": CSV,
+    "application/csv": CSV,
+    "json": JSON,
+    "text/json": JSON,
+    "jsonlines": JSONLINES,
+    "application/x-jsonlines": JSONLINES,
+    "application/jsonl": JSONLINES,
+    "application/x-ndjson": JSONLINES,
+    "libsvm": LIBSVM,
+    "text/x-libsvm": LIBSVM,
+    "recordio-protobuf": RECORDIO,
+    "application/recordio-protobuf": RECORDIO,
+}
+
+ANY = "*/*"
+
+
+@dataclass(frozen=True, slots=True)
+class MediaType:
+    """A parsed media type: lower-case canonical ``essence`` plus lower-case-keyed ``params``."""
+
+    essence: str
+    params: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def main_type(self) -> str:
+        return self.essence.partition("/")[0]
+
+
+def canonical(essence: str) -> str:
+    """The canonical essence for ``essence`` (aliases resolved, lower-cased)."""
+    lowered = essence.strip().lower()
+    return ALIASES.get(lowered, lowered)
+
+
+def parse_media_type(header: str) -> MediaType:
+    """Parse a Content-Type header value such as ``Text/CSV; label_size=0``.
+
+    Raises UnsupportedMediaType when the value is not of the form ``type/subtype[; params]``.
+    """
+    essence, params = parse_options_header(header)
+    essence = canonical(essence)
+    if "/" not in essence or "=" in essence or " " in essence:
+        raise UnsupportedMediaType(f"Content-Type {header!r} is not a media type")
+    return MediaType(essence, {k.lower(): v for k, v in params.items()})
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptRange:
+    """One entry of an Accept header: a media range, its quality and its position."""
+
+    essence: str
+    quality: float
+    position: int
+
+    @property
+    def specificity(self) -> int:
+        """2 for ``type/subtype``, 1 for ``type/*``, 0 for ``*/*``."""
+        if self.essence == ANY:
+            return 0
+        return 1 if self.essence.endswith("/*") else 2
+
+    def matches(self, offer: str) -> bool:
+        if self.specificity == 0:
+            return True
+        if self.specificity == 1:
+            return offer.partition("/")[0] == self.essence.partition("/")[0]
+        return offer == self.essence
+
+
+def _quality(params: Mapping[str, str], raw: str) -> float:
+    value = params.get("q", "1")
+    try:
+        quality = float(value)
+    except ValueError:
+        raise NotAcceptable(f"Accept entry {raw.strip()!r} has an invalid q-value") from None
+    if not 0.0 <= quality <= 1.0:
+        raise NotAcceptable(f"Accept entry {raw.strip()!r} has a q-value outside 0..1")
+    return quality
+
+
+def parse_accept(header: str) -> list[AcceptRange]:
+    """Parse an Accept header into ranges; parameters other than ``q`` are ignored for matching."""
+    ranges = []
+    for position, raw in enumerate(header.split(",")):
+        if not raw.strip():
+            continue
+        essence, params = parse_options_header(raw)
+        lowered = {k.lower(): v for k, v in params.items()}
+        ranges.append(AcceptRange(canonical(essence), _quality(lowered, raw), position))
+    return ranges
+
+
+def _best_range(ranges: Sequence[AcceptRange], offer: str) -> AcceptRange | None:
+    """The most specific range that matches ``offer`` (RFC 9110 §12.5.1)."""
+    matching = [r for r in ranges if r.matches(offer)]
+    if not matching:
+        return None
+    return max(matching, key=lambda r: (r.specificity, -r.position))
+
+
+def _is_wildcard_only(ranges: Sequence[AcceptRange]) -> bool:
+    return all(r.essence == ANY and r.quality > 0 for r in ranges)
+
+
+def negotiate(accept: str | None, offers: Sequence[str], default: str) -> str:
+    """Pick the offer to answer with.
+
+    A missing, empty or ``*/*``-only Accept gets ``default``. Otherwise the offer with the
+    highest quality wins; ties go to the more specific range, then to the range listed first,
+    then to ``default``, then to the order of ``offers``. Raises NotAcceptable when no offer
+    has a quality above zero.
+    """
+    ranges = parse_accept(accept) if accept else []
+    if not ranges or _is_wildcard_only(ranges):
+        return default
+    scored = []
+    for order, offer in enumerate(offers):
+        best = _best_range(ranges, offer)
+        if best is not None and best.quality > 0:
+            key = (best.quality, best.specificity, -best.position, offer == default, -order)
+            scored.append((key, offer))
+    if not scored:
+        raise NotAcceptable(
+            f"None of the types in Accept {accept!r} can be produced; "
+            f"supported: {', '.join(offers)}"
+        )
+    return max(scored)[1]

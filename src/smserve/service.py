@@ -1,0 +1,44 @@
+"""InferenceService: negotiate -> decode -> predict -> encode, with no HTTP in sight.
+
+Negotiation (Content-Type and Accept) is decided before any decode or predict, so a 415 or
+406 never costs a prediction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from smserve.algorithms.base import Algorithm
+from smserve.codecs import CodecRegistry
+from smserve.config import Settings
+from smserve.types import Batch, Prediction
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """An encoded answer; ``media_type`` is the exact response Content-Type."""
+
+    body: bytes
+    media_type: str
+
+
+class InferenceService:
+    """One algorithm behind the codec registry; shared by every request of a worker."""
+
+    def __init__(self, algorithm: Algorithm, registry: CodecRegistry, settings: Settings) -> None:
+        self.algorithm = algorithm
+        self.registry = registry
+        self.default_accept = settings.default_accept or algorithm.default_accept
+
+    def invoke(self, body: bytes, content_type: str | None, accept: str | None) -> Reply | None:
+        """Answer one request; None means there was nothing to predict (HTTP 204)."""
+        encoder = self.registry.encoder_for(accept, self.default_accept)
+        decoder, media = self.registry.decoder_for(
+            content_type, self.algorithm.default_content_type
+        )
+        if not body:
+            return None
+        prediction = self.predict(decoder.decode(body, media))
+        return Reply(encoder.encode(prediction), encoder.media_type)
+
+    def predict(self, batch: Batch) -> Prediction:
+        return self.algorithm.predict(batch)

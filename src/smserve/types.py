@@ -1,0 +1,72 @@
+"""The data passed between codecs, algorithms and the service: a Batch in, a Prediction out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+
+FloatArray: TypeAlias = npt.NDArray[np.float32]
+Features: TypeAlias = "FloatArray | sp.csr_matrix"
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Rows to predict on.
+
+    features : ndarray of shape (n_rows, n_columns), float32, C-contiguous; or a float32
+        ``scipy.sparse.csr_matrix`` of the same shape whose absent entries are missing values.
+        Decoders guarantee this; algorithms rely on it and never convert again.
+    """
+
+    features: Features
+
+    def __post_init__(self) -> None:
+        features = self.features
+        assert features.dtype == np.float32, features.dtype
+        assert features.ndim == 2, features.shape
+        if isinstance(features, np.ndarray):
+            assert features.flags.c_contiguous
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.features.shape[0])
+
+    @property
+    def n_columns(self) -> int:
+        return int(self.features.shape[1])
+
+    @property
+    def is_sparse(self) -> bool:
+        return sp.issparse(self.features)
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """Named outputs, one entry per input row, in the order encoders write them.
+
+    Each value is an ndarray of shape (n_rows,) for a scalar output, or (n_rows, k) for a
+    vector output (class probabilities, labels). Floating outputs may hold NaN; encoders decide
+    how to write it (strict JSON writes ``null``).
+    """
+
+    outputs: Mapping[str, np.ndarray]
+
+    def __post_init__(self) -> None:
+        sizes = {array.shape[0] for array in self.outputs.values()}
+        assert len(sizes) <= 1, f"outputs disagree on the row count: {sizes}"
+
+    @property
+    def n_rows(self) -> int:
+        return next(iter(self.outputs.values())).shape[0] if self.outputs else 0
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.outputs)
+
+    def items(self) -> Iterator[tuple[str, np.ndarray]]:
+        return iter(self.outputs.items())
