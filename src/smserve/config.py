@@ -19,19 +19,22 @@ KMEANS_DISTANCES = ("euclidean", "squared")
 XGBOOST_DEVICES = ("auto", "cpu", "cuda")
 LIBSVM_INDEX_BASES = ("0", "1", "auto")
 BATCH_STRATEGIES = ("MULTI_RECORD", "SINGLE_RECORD")
+# Named here because ``cls.model_dir`` on a slots dataclass is a member descriptor, not the default.
+DEFAULT_MODEL_DIR = Path("/opt/ml/model")
+DEFAULT_MODELS_DIR = Path("/opt/ml/models")
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Process-wide settings. Field comments name the environment variable each comes from."""
 
-    model_dir: Path = Path("/opt/ml/model")  # SM_MODEL_DIR
+    model_dir: Path = DEFAULT_MODEL_DIR  # SM_MODEL_DIR
     port: int = 8080  # SAGEMAKER_BIND_TO_PORT
     workers: int = 1  # SAGEMAKER_MODEL_SERVER_WORKERS (default: CPU count)
     threads: int = 1  # SMSERVE_THREADS: request threads per worker
     timeout_s: int = 60  # SAGEMAKER_MODEL_SERVER_TIMEOUT
     keep_alive_s: int = 75  # SMSERVE_KEEP_ALIVE_S: idle keep-alive connections are kept this long
-    graceful_timeout_s: int = 25  # SMSERVE_GRACEFUL_TIMEOUT_S: SIGTERM drain (SageMaker kills at 30)
+    graceful_timeout_s: int = 25  # SMSERVE_GRACEFUL_TIMEOUT_S: SIGTERM drain (kill at 30 s)
     log_level: str = "info"  # SMSERVE_LOG_LEVEL
     default_accept: str | None = None  # SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT (None: algorithm's)
     max_payload_bytes: int = 6 * MIB  # SAGEMAKER_MAX_PAYLOAD_IN_MB (MiB) or MAX_CONTENT_LENGTH
@@ -47,12 +50,13 @@ class Settings:
     libsvm_index_base: str = "0"  # SMSERVE_LIBSVM_INDEX_BASE: 0 | 1 | auto
     allow_one_fewer_feature: bool = False  # SMSERVE_ALLOW_ONE_FEWER_FEATURE
     multi_model: bool = False  # SAGEMAKER_MULTI_MODEL
-    models_dir: Path = Path("/opt/ml/models")  # SMSERVE_MODELS_DIR (multi-model endpoints)
+    models_dir: Path = DEFAULT_MODELS_DIR  # SMSERVE_MODELS_DIR (multi-model endpoints)
     model_name: str | None = None  # MODEL_NAME (TF Serving style repository)
     model_base_path: Path | None = None  # MODEL_BASE_PATH (TF Serving style repository)
     model_config_file: Path | None = None  # SMSERVE_MODEL_CONFIG_FILE (TF Serving text format)
     poll_interval_s: float = 1.0  # SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS (0 disables polling)
     memory_budget_bytes: int | None = None  # SMSERVE_MEMORY_BUDGET_MB (multi-model endpoints)
+    cache_dir: Path | None = None  # SMSERVE_CACHE_DIR (None: ~/.cache/smserve); demo models
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -62,14 +66,16 @@ class Settings:
         """
         env = _Reader(os.environ if environ is None else environ)
         return cls(
-            model_dir=env.path("SM_MODEL_DIR", cls.model_dir),
+            model_dir=env.path("SM_MODEL_DIR", DEFAULT_MODEL_DIR),
             port=env.integer("SAGEMAKER_BIND_TO_PORT", 8080, minimum=1),
             workers=env.integer("SAGEMAKER_MODEL_SERVER_WORKERS", os.cpu_count() or 1, minimum=1),
             threads=env.integer("SMSERVE_THREADS", 1, minimum=1),
             timeout_s=env.integer("SAGEMAKER_MODEL_SERVER_TIMEOUT", 60, minimum=1),
             keep_alive_s=env.integer("SMSERVE_KEEP_ALIVE_S", 75, minimum=0),
             graceful_timeout_s=env.integer("SMSERVE_GRACEFUL_TIMEOUT_S", 25, minimum=0),
-            log_level=env.choice("SMSERVE_LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
+            log_level=env.choice(
+                "SMSERVE_LOG_LEVEL", "info", ("debug", "info", "warning", "error")
+            ),
             default_accept=env.text("SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT"),
             max_payload_bytes=_max_payload_bytes(env),
             batch_mode=env.boolean("SAGEMAKER_BATCH", False),
@@ -84,12 +90,13 @@ class Settings:
             libsvm_index_base=env.choice("SMSERVE_LIBSVM_INDEX_BASE", "0", LIBSVM_INDEX_BASES),
             allow_one_fewer_feature=env.boolean("SMSERVE_ALLOW_ONE_FEWER_FEATURE", False),
             multi_model=env.boolean("SAGEMAKER_MULTI_MODEL", False),
-            models_dir=env.path("SMSERVE_MODELS_DIR", cls.models_dir),
+            models_dir=env.path("SMSERVE_MODELS_DIR", DEFAULT_MODELS_DIR),
             model_name=env.text("MODEL_NAME"),
             model_base_path=env.optional_path("MODEL_BASE_PATH"),
             model_config_file=env.optional_path("SMSERVE_MODEL_CONFIG_FILE"),
             poll_interval_s=env.number("SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS", 1.0, minimum=0.0),
             memory_budget_bytes=_memory_budget(env),
+            cache_dir=env.optional_path("SMSERVE_CACHE_DIR"),
         )
 
     def replace(self, **changes: Any) -> Settings:

@@ -1,0 +1,206 @@
+"""XGBoost inference: one booster or a k-fold ensemble, the feature-count check, and the
+default ``score`` output or the selectable outputs of ``xgboost_output``.
+
+Model files: every regular, non-dot file directly in the model directory is a model (see
+``model_files``); a file that is not one is an error naming it, never silently skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+import xgboost as xgb
+
+from smserve import media
+from smserve.algorithms.model_files import candidate_files
+from smserve.algorithms.xgboost_model import (
+    Member,
+    ModelInfo,
+    check_supported,
+    choose_device,
+    configure,
+    load_member,
+    read_info,
+    threads_per_worker,
+)
+from smserve.algorithms.xgboost_output import OutputPlan, Raw
+from smserve.config import Settings
+from smserve.errors import InvalidInput, ModelLoadError, PredictionError
+from smserve.types import Batch, Features, Prediction
+
+logger = logging.getLogger(__name__)
+
+MODEL_NAME = "xgboost-model"
+VOTED = {"multi:softmax", "binary:hinge"}  # labels, so an ensemble votes instead of averaging
+
+
+class XGBoost:
+    """Boosters sharing one objective; several form an ensemble (mean, or majority vote for
+    label objectives with ties to the lowest class).
+
+    Feature count: more columns than the model's is an error. Sparse input may have fewer (the
+    absent trailing columns are missing values). Dense input must match, or have exactly one
+    fewer when ``allow_one_fewer_feature``: the last feature is then a missing value (NaN),
+    because XGBoost 3 itself refuses narrower input.
+    """
+
+    name: ClassVar[str] = "xgboost"
+    default_content_type: ClassVar[str] = media.LIBSVM
+    default_accept: ClassVar[str] = media.CSV
+
+    def __init__(
+        self,
+        members: Sequence[Member],
+        info: ModelInfo,
+        output: OutputPlan | None = None,
+        allow_one_fewer_feature: bool = False,
+    ) -> None:
+        self.members = tuple(members)
+        self.info = info
+        self.output = output
+        self.allow_one_fewer_feature = allow_one_fewer_feature
+
+    @classmethod
+    def load(cls, settings: Settings, model_dir: Path) -> XGBoost:
+        """Load the model file(s) in ``model_dir``; raises ModelLoadError naming the file."""
+        members = [load_member(p, settings.allow_pickle) for p in _model_paths(model_dir, settings)]
+        info = _shared_info(members)
+        output = _output_plan(settings, info)
+        device = choose_device(settings.xgboost_device, members[0].booster)
+        nthread = threads_per_worker(settings.workers)
+        for member in members:
+            configure(member, device, nthread)
+        logger.info(
+            "XGBoost %s, %d model(s), on %s, %d thread(s)", info, len(members), device, nthread
+        )
+        return cls(members, info, output, settings.allow_one_fewer_feature)
+
+    @property
+    def n_features(self) -> int | None:
+        return self.info.num_features
+
+    @property
+    def objective(self) -> str:
+        return self.info.objective
+
+    def predict(self, batch: Batch) -> Prediction:
+        """``score`` of shape (n,) or (n, k), float32, or the selected outputs. Raises
+        InvalidInput for a column count the model cannot take."""
+        features = self._aligned(batch.features)
+        value = self._combined(features, margin=False)
+        if self.output is None:
+            return Prediction({"score": value})
+        margin = self._combined(features, margin=True) if self.output.needs_margin else None
+        return self.output.outputs(Raw(value, margin, self.info.num_class))
+
+    def _aligned(self, features: Features) -> Features:
+        expected, got = self.info.num_features, int(features.shape[1])
+        if expected is None or got == expected:
+            return features
+        if got < expected and sp.issparse(features):
+            return _widened(features, expected)
+        if got == expected - 1 and self.allow_one_fewer_feature:
+            return _with_missing_column(features)
+        raise InvalidInput(f"expected {expected} features, got {got}{_hint(expected, got)}")
+
+    def _combined(self, features: Features, margin: bool) -> np.ndarray:
+        if features.shape[0] == 0:  # XGBoost answers (0,) whatever the output's width
+            return np.zeros((0, *_row_shape(self.info, margin)), dtype=np.float32)
+        predictions = [_predict(m, features, margin) for m in self.members]
+        if len(predictions) == 1:
+            return predictions[0]
+        if not margin and self.info.objective in VOTED:
+            return majority_vote(predictions, max(self.info.num_class, 2))
+        return np.asarray(np.mean(predictions, axis=0, dtype=np.float32))
+
+
+def _predict(member: Member, features: Features, margin: bool) -> np.ndarray:
+    try:
+        result = member.booster.inplace_predict(
+            features,
+            iteration_range=member.iteration_range,
+            predict_type="margin" if margin else "value",
+            missing=np.nan,
+            validate_features=False,
+        )
+    except xgb.core.XGBoostError as exc:
+        raise PredictionError(f"XGBoost failed to predict with {member.path.name}") from exc
+    return np.asarray(result, dtype=np.float32)
+
+
+def _row_shape(info: ModelInfo, margin: bool) -> tuple[int, ...]:
+    if info.num_target > 1:
+        return (info.num_target,)
+    if info.objective == "multi:softprob" or (margin and info.is_multiclass):
+        return (info.num_class,)
+    return ()
+
+
+def majority_vote(labels: Sequence[np.ndarray], n_classes: int) -> np.ndarray:
+    """Most common label per row across ensemble members, lowest label on ties, as float32.
+
+    labels : one ndarray of shape (n_rows,) per member, holding whole class indices
+    """
+    rows = np.arange(labels[0].shape[0])
+    counts = np.zeros((rows.size, n_classes), dtype=np.int64)
+    for member_labels in labels:  # one vectorised step per member, not per row
+        counts[rows, member_labels.astype(np.int64)] += 1
+    return np.asarray(counts.argmax(axis=1), dtype=np.float32)
+
+
+def _widened(features: sp.csr_matrix, width: int) -> sp.csr_matrix:
+    # Same arrays, wider shape: absent entries are missing values to XGBoost.
+    parts = (features.data, features.indices, features.indptr)
+    return sp.csr_matrix(parts, shape=(features.shape[0], width), copy=False)
+
+
+def _with_missing_column(features: np.ndarray) -> np.ndarray:
+    widened = np.full((features.shape[0], features.shape[1] + 1), np.nan, dtype=np.float32)
+    widened[:, :-1] = features
+    return widened
+
+
+def _hint(expected: int, got: int) -> str:
+    if got == expected - 1:
+        return " (set SMSERVE_ALLOW_ONE_FEWER_FEATURE=true to treat the last one as missing)"
+    return ""
+
+
+def _model_paths(model_dir: Path, settings: Settings) -> list[Path]:
+    paths = candidate_files(model_dir)
+    if not paths:
+        raise ModelLoadError(
+            f"no model files in {model_dir}: expected {MODEL_NAME} "
+            f"(or {MODEL_NAME}-<i> files for a k-fold ensemble)"
+        )
+    if len(paths) > 1 and not settings.ensemble:
+        ignored = ", ".join(p.name for p in paths[1:])
+        logger.info("ensemble off: serving %s, ignoring %s", paths[0].name, ignored)
+        return paths[:1]
+    return paths
+
+
+def _output_plan(settings: Settings, info: ModelInfo) -> OutputPlan | None:
+    if settings.inference_output is None:
+        return None
+    return OutputPlan.build(settings.inference_output, info.objective, info.num_target)
+
+
+def _shared_info(members: Sequence[Member]) -> ModelInfo:
+    info = read_info(members[0])
+    check_supported(info, members[0].path)
+    for member in members[1:]:
+        other = read_info(member)
+        if other != info:
+            raise ModelLoadError(
+                f"ensemble members disagree: {members[0].path.name} has {info}, "
+                f"{member.path.name} has {other}"
+            )
+    if len(members) > 1:
+        logger.info("ensemble of %d models (%s)", len(members), info.objective)
+    return info

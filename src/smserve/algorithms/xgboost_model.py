@@ -1,0 +1,154 @@
+"""Loading XGBoost boosters from model files and reading what they record (objective, classes,
+features, best iteration); choosing the prediction device and thread count. No prediction here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import xgboost as xgb
+
+from smserve.algorithms.model_files import is_pickle, unpickle
+from smserve.errors import ModelLoadError
+
+logger = logging.getLogger(__name__)
+
+# Objectives served with the plain ``score`` output (count:* other than poisson is not a
+# built-in XGBoost objective; anything custom has no defined output).
+SUPPORTED_PREFIXES = ("reg:", "binary:", "multi:", "survival:", "rank:")
+SUPPORTED_EXACT = ("count:poisson",)
+_LOG_PREFIX = re.compile(r"^\[[^\]]*\]\s*\S+:\d+:\s*")  # "[12:00:00] src/file.cc:409: "
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What a booster's saved configuration says about its outputs."""
+
+    objective: str
+    num_class: int  # 0 unless multi:*
+    num_target: int
+    num_features: int | None  # None when the model does not record it
+
+    @property
+    def is_multiclass(self) -> bool:
+        return self.objective.startswith("multi:")
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One loaded booster and the trees to predict with."""
+
+    path: Path
+    booster: xgb.Booster
+    iteration_range: tuple[int, int]
+
+
+def load_member(path: Path, allow_pickle: bool) -> Member:
+    """Load one model file (Booster.save_model JSON or UBJSON, or an opted-in pickle)."""
+    booster = _unpickled_booster(path, allow_pickle) if _is_pickle(path) else _native(path)
+    return Member(path, booster, iteration_range(booster))
+
+
+def _is_pickle(path: Path) -> bool:
+    try:
+        return is_pickle(path)
+    except OSError as exc:
+        raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+
+def _native(path: Path) -> xgb.Booster:
+    booster = xgb.Booster()
+    try:
+        # Given bytes, XGBoost tells JSON from UBJSON by content; given a path it goes by the
+        # extension and warns for extension-less names such as xgboost-model.
+        booster.load_model(bytearray(path.read_bytes()))
+    except OSError as exc:
+        raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except xgb.core.XGBoostError as exc:
+        raise ModelLoadError(
+            f"{path} is not an XGBoost model (JSON or UBJSON from Booster.save_model). "
+            "Every file in the model directory is loaded as a model: remove this one. "
+            f"XGBoost said: {_first_line(exc)}"
+        ) from exc
+    return booster
+
+
+def _unpickled_booster(path: Path, allow_pickle: bool) -> xgb.Booster:
+    loaded = unpickle(path, allow_pickle)
+    if isinstance(loaded, xgb.Booster):
+        return loaded
+    if isinstance(loaded, xgb.XGBModel):
+        return loaded.get_booster()
+    raise ModelLoadError(f"{path}: the pickle holds a {type(loaded).__name__}, not a Booster")
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    return _LOG_PREFIX.sub("", lines[0])
+
+
+def iteration_range(booster: xgb.Booster) -> tuple[int, int]:
+    """(0, best_iteration + 1) when early stopping recorded one, else (0, 0): every tree."""
+    best = booster.attr("best_iteration")
+    return (0, int(best) + 1) if best is not None else (0, 0)
+
+
+def read_info(member: Member) -> ModelInfo:
+    """The objective and shapes recorded in the booster's configuration."""
+    learner = json.loads(member.booster.save_config())["learner"]
+    params = learner["learner_model_param"]
+    num_features = member.booster.num_features()
+    return ModelInfo(
+        objective=learner["objective"]["name"],
+        num_class=int(params.get("num_class", 0)),
+        num_target=int(params.get("num_target", 1)),
+        num_features=num_features or None,
+    )
+
+
+def check_supported(info: ModelInfo, path: Path) -> None:
+    objective = info.objective
+    if not (objective.startswith(SUPPORTED_PREFIXES) or objective in SUPPORTED_EXACT):
+        raise ModelLoadError(f"{path}: objective {objective!r} is not supported for serving")
+
+
+def threads_per_worker(workers: int) -> int:
+    """CPU threads per booster so that all workers together use each core once."""
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
+def choose_device(requested: str, probe: xgb.Booster) -> str:
+    """``cuda`` or ``cpu`` for ``requested`` in auto|cpu|cuda; raises ModelLoadError when
+    cuda is requested but XGBoost lacks CUDA or sees no GPU. Leaves ``probe`` on cpu."""
+    if requested == "cpu":
+        return "cpu"
+    available, reason = _cuda_available(probe)
+    if requested == "cuda" and not available:
+        raise ModelLoadError(f"SMSERVE_XGBOOST_DEVICE=cuda but {reason}")
+    if not available:
+        logger.info("SMSERVE_XGBOOST_DEVICE=auto: using cpu, %s", reason)
+    return "cuda" if available else "cpu"
+
+
+def _cuda_available(probe: xgb.Booster) -> tuple[bool, str]:
+    if not xgb.build_info().get("USE_CUDA", False):
+        return False, "this XGBoost build has no CUDA support"
+    # XGBoost falls back to cpu (with a warning) when it sees no GPU, and its saved config
+    # then says so: the cheapest probe that asks XGBoost itself.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        probe.set_param({"device": "cuda"})
+        device = json.loads(probe.save_config())["learner"]["generic_param"]["device"]
+        probe.set_param({"device": "cpu"})
+    return str(device).startswith("cuda"), "XGBoost sees no GPU"
+
+
+def configure(member: Member, device: str, nthread: int) -> None:
+    """Set the prediction device and thread count once, at load (not per request)."""
+    member.booster.set_param({"device": device, "nthread": nthread})
