@@ -10,7 +10,7 @@
     + ModelNotFound             404  unknown model name or version
     + Conflict                  409  model already loaded (multi-model endpoints)
   x ModelNotReady               503  this worker has not finished loading
-  x InsufficientStorage         507  loading another model would exceed the memory budget
+  x InsufficientStorage         507  another model would exceed the memory budget
   x PredictionError             500  the algorithm failed on a valid batch
 * StartupError                       not HTTP: configuration or model loading failed; the process exits
   + ConfigError                      a setting has a bad value (names the variable)

@@ -42,7 +42,7 @@ class Batch:
 
     @property
     def is_sparse(self) -> bool:
-        return sp.issparse(self.features)
+        return bool(sp.issparse(self.features))
 
 
 @dataclass(frozen=True, slots=True)

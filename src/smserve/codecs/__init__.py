@@ -14,9 +14,13 @@ def default_registry(settings: Settings) -> CodecRegistry:
     from smserve.codecs.csv import CsvCodec
     from smserve.codecs.json import JsonCodec
     from smserve.codecs.jsonlines import JsonLinesCodec
+    from smserve.codecs.libsvm import LibsvmCodec
+    from smserve.codecs.recordio import RecordioCodec
 
     csv, json, jsonlines = CsvCodec(), JsonCodec(), JsonLinesCodec()
+    libsvm = LibsvmCodec(index_base=settings.libsvm_index_base)
+    recordio = RecordioCodec()
     return CodecRegistry(
-        decoders=[csv, json, jsonlines],
-        encoders=[json, jsonlines, csv],
+        decoders=[csv, json, jsonlines, libsvm, recordio],
+        encoders=[json, jsonlines, csv, recordio],
     )
