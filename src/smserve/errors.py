@@ -12,7 +12,7 @@
   x ModelNotReady               503  this worker has not finished loading
   x InsufficientStorage         507  another model would exceed the memory budget
   x PredictionError             500  the algorithm failed on a valid batch
-* StartupError                       not HTTP: configuration or model loading failed; the process exits
+* StartupError                       not HTTP: config or model loading failed; the process exits
   + ConfigError                      a setting has a bad value (names the variable)
   + ModelLoadError                   a model file cannot be loaded (names the file and the reason)
 """

@@ -1,0 +1,116 @@
+"""The ``train`` entrypoint: the SageMaker training contract for k-means and XGBoost.
+
+``run(environ)`` reads ``hyperparameters.json`` and ``inputdataconfig.json``, trains the chosen
+algorithm on the ``train`` channel (and the optional ``validation`` channel), and writes the
+model to the model directory. The algorithm is the ``algorithm`` hyperparameter or the
+``SMSERVE_ALGORITHM`` variable (``kmeans`` | ``xgboost``; ``xgboost`` when neither is set;
+both set and different is an error). On failure the reason goes to ``output/failure`` and the
+exit status is 1 for a problem with the job's inputs, 2 for a fault in this container.
+Paths and their overrides are listed in :mod:`smserve.training.paths`; libsvm indices map to
+columns per ``SMSERVE_LIBSVM_INDEX_BASE`` (default 0), the same setting serving uses.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+from smserve.config import ALGORITHMS, LIBSVM_INDEX_BASES
+from smserve.training.channels import Channel, load_channels
+from smserve.training.failure import (
+    EXIT_CLIENT_ERROR,
+    EXIT_SUCCESS,
+    EXIT_UNEXPECTED,
+    TrainingError,
+    clear_failure,
+    client_reason,
+    unexpected_reason,
+    write_failure,
+)
+from smserve.training.hyperparameters import Hyperparameters
+from smserve.training.logs import training_logging
+from smserve.training.paths import TrainingPaths
+
+__all__ = ["TrainingError", "run"]
+
+logger = logging.getLogger(__name__)
+DEFAULT_ALGORITHM = "xgboost"
+
+
+class Trainer(Protocol):
+    """One algorithm's training: reads the channels, writes the model into ``model_dir``."""
+
+    name: str
+    default_content_type: str
+
+    def train(
+        self, hp: Hyperparameters, channels: Mapping[str, Channel], model_dir: Path
+    ) -> None: ...
+
+
+def run(environ: Mapping[str, str]) -> int:
+    """Run one training job described by ``environ``; returns the process exit status."""
+    paths = TrainingPaths.from_env(environ)
+    with training_logging(environ.get("SMSERVE_LOG_LEVEL", "info").strip()):
+        clear_failure(paths.failure_file)
+        try:
+            train(environ, paths)
+        except TrainingError as exc:
+            return _fail(paths, client_reason(exc), EXIT_CLIENT_ERROR)
+        except Exception as exc:
+            logger.exception("training failed unexpectedly")
+            return _fail(paths, unexpected_reason(exc), EXIT_UNEXPECTED)
+    return EXIT_SUCCESS
+
+
+def train(environ: Mapping[str, str], paths: TrainingPaths) -> None:
+    """Train and save a model; raises TrainingError for a problem with the job's inputs."""
+    hp = Hyperparameters.from_file(paths.hyperparameters_file)
+    trainer = _trainer(_algorithm(environ, hp))
+    channels = load_channels(paths, trainer.default_content_type, _libsvm_index_base(environ))
+    logger.info("training %s on channels %s", trainer.name, ", ".join(channels))
+    trainer.train(hp, channels, paths.model_dir)
+    logger.info("training complete; model written to %s", paths.model_dir)
+
+
+def _algorithm(environ: Mapping[str, str], hp: Hyperparameters) -> str:
+    from_env = environ.get("SMSERVE_ALGORITHM", "").strip().lower() or None
+    if from_env is not None and from_env not in ALGORITHMS:
+        raise TrainingError(
+            f"SMSERVE_ALGORITHM={from_env!r} must be one of: {', '.join(ALGORITHMS)}"
+        )
+    from_hp = hp.optional_choice("algorithm", ALGORITHMS)
+    if from_env and from_hp and from_env != from_hp:
+        raise TrainingError(
+            f"hyperparameter algorithm={from_hp!r} contradicts SMSERVE_ALGORITHM={from_env!r}"
+        )
+    return from_hp or from_env or DEFAULT_ALGORITHM
+
+
+def _libsvm_index_base(environ: Mapping[str, str]) -> str:
+    value = environ.get("SMSERVE_LIBSVM_INDEX_BASE", "").strip().lower() or "0"
+    if value not in LIBSVM_INDEX_BASES:
+        raise TrainingError(
+            f"SMSERVE_LIBSVM_INDEX_BASE={value!r} must be one of: {', '.join(LIBSVM_INDEX_BASES)}"
+        )
+    return value
+
+
+def _trainer(name: str) -> Trainer:
+    # Imported here so a k-means job never imports XGBoost.
+    if name == "kmeans":
+        from smserve.training.kmeans import KMeansTrainer
+
+        return KMeansTrainer()
+    from smserve.training.xgboost import XGBoostTrainer
+
+    return XGBoostTrainer()
+
+
+def _fail(paths: TrainingPaths, reason: str, status: int) -> int:
+    if status == EXIT_CLIENT_ERROR:
+        logger.error("training failed: %s", reason)
+    write_failure(paths.failure_file, reason)
+    return status

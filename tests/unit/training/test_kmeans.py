@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from smserve.algorithms.ndarray import read_ndarray_file
+from smserve.training.data import Dataset
+from smserve.training.kmeans import KMeansConfig, fit, nearest_squared_distances
+
+from .training_data import TrainingJob, blobs, to_csv, to_libsvm, to_recordio
+
+
+def test_trains_on_recordio_by_default_and_writes_model_algo_1(
+    job: TrainingJob, capsys: pytest.CaptureFixture[str]
+) -> None:
+    features, labels = blobs(90, 4)
+    job.hyperparameters(algorithm="kmeans", k="3", feature_dim="4", epochs="2")
+    job.channel("train", {"part-0": to_recordio(features, labels)})
+    assert job.run() == 0
+    centers = read_ndarray_file(job.model_dir / "model_algo-1")
+    assert centers.shape == (3, 4)
+    assert centers.dtype == np.float32
+    found = sorted(np.round(centers[:, 0] / 10).astype(int).tolist())
+    assert found == [-1, 0, 1]  # one centre per blob
+    assert not job.failure_file.exists()
+    out = capsys.readouterr().out
+    assert re.search(r"^\[1\]#011train-msd:\d+\.\d{5}$", out, re.MULTILINE)
+    assert re.search(r"^#train_score \(algo-1\) : \('msd', [0-9.e-]+\)$", out, re.MULTILINE)
+
+
+def test_csv_with_validation_logs_both_channels_and_both_metrics(
+    job: TrainingJob, capsys: pytest.CaptureFixture[str]
+) -> None:
+    features, labels = blobs(60, 2)
+    job.hyperparameters(
+        k="3", feature_dim="2", init_method="kmeans++", eval_metrics='["msd", "ssd"]',
+        mini_batch_size="20", extra_center_factor="auto", local_lloyd_max_iter="300",
+    )  # fmt: skip
+    job.channel("train", {"a.csv": to_csv(features[:40], labels[:40])}, "text/csv")
+    job.channel("validation", {"a.csv": to_csv(features[40:], labels[40:])}, "text/csv")
+    assert job.run(SMSERVE_ALGORITHM="kmeans") == 0
+    out = capsys.readouterr().out
+    line = r"^\[0\]#011train-msd:[\d.]+#011train-ssd:[\d.]+#011validation-msd:[\d.]+"
+    assert re.search(line + r"#011validation-ssd:[\d.]+$", out, re.MULTILINE)
+    assert "#validation_score (algo-1) : ('ssd'," in out
+    assert "extra_center_factor is accepted but has no effect" in out
+
+
+def test_sparse_libsvm_narrower_than_feature_dim_is_widened(job: TrainingJob) -> None:
+    features, labels = blobs(30, 3)
+    features[:, 2] = 0.0  # the last column never appears in the libsvm text
+    job.hyperparameters(algorithm="kmeans", k="3", feature_dim="3")
+    job.channel("train", {"a": to_libsvm(features, labels)}, "text/libsvm")
+    assert job.run() == 0
+    assert read_ndarray_file(job.model_dir / "model_algo-1").shape == (3, 3)
+
+
+def test_fit_is_deterministic_and_reaches_the_blob_centres() -> None:
+    features, _ = blobs(120, 3)
+    data = {"train": Dataset("train", features, None)}
+    config = KMeansConfig(k=3, feature_dim=3, epochs=3, mini_batch_size=30)
+    first, second = fit(config, data), fit(config, data)
+    np.testing.assert_array_equal(first, second)
+    assert nearest_squared_distances(features, first).mean() < 1.5  # noise variance 3 * 0.25
+
+
+def test_nearest_squared_distances_match_brute_force_for_dense_and_sparse() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(20, 5)).astype(np.float32)
+    x[x < 0] = 0.0
+    centers = rng.normal(size=(4, 5))
+    expected = ((x[:, None, :].astype(np.float64) - centers[None]) ** 2).sum(-1).min(1)
+    np.testing.assert_allclose(nearest_squared_distances(x, centers), expected, rtol=1e-9)
+    sparse = sp.csr_matrix(x)
+    np.testing.assert_allclose(nearest_squared_distances(sparse, centers), expected, rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("hyperparameters", "message"),
+    [
+        ({"feature_dim": "2"}, "hyperparameter k is required"),
+        ({"k": "3"}, "hyperparameter feature_dim is required"),
+        ({"k": "3", "feature_dim": "5"}, "has 2 features but feature_dim=5"),
+        ({"k": "99", "feature_dim": "2"}, "k=99 is more than the 30 training rows"),
+        ({"k": "3", "feature_dim": "2", "init_method": "magic"}, "init_method='magic'"),
+        ({"k": "3", "feature_dim": "2", "eval_metrics": "rmse"}, "unknown metric.*rmse"),
+        ({"k": "3", "feature_dim": "2", "epochs": "0"}, "epochs=0 must be at least 1"),
+        ({"k": "3", "feature_dim": "2", "num_round": "3"}, "unknown hyperparameter.*num_round"),
+    ],
+    ids=["no-k", "no-dim", "dim-mismatch", "k-too-big", "init", "metric", "epochs", "unknown"],
+)
+def test_bad_jobs_fail_with_a_reason(
+    job: TrainingJob, hyperparameters: dict[str, str], message: str
+) -> None:
+    features, labels = blobs(30, 2)
+    job.hyperparameters(algorithm="kmeans", **hyperparameters)
+    job.channel("train", {"a.csv": to_csv(features, labels)}, "text/csv")
+    assert job.run() == 1
+    assert re.search(message, job.failure)
+    assert not (job.model_dir / "model_algo-1").exists()
+
+
+def test_missing_feature_values_fail(job: TrainingJob) -> None:
+    job.hyperparameters(algorithm="kmeans", k="1", feature_dim="2")
+    job.channel("train", {"a.csv": "0,1,\n0,2,3\n"}, "text/csv")
+    assert job.run() == 1
+    assert "missing or infinite feature values" in job.failure
