@@ -56,6 +56,7 @@ class Settings:
     model_config_file: Path | None = None  # SMSERVE_MODEL_CONFIG_FILE (TF Serving text format)
     poll_interval_s: float = 1.0  # SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS (0 disables polling)
     memory_budget_bytes: int | None = None  # SMSERVE_MEMORY_BUDGET_MB (multi-model endpoints)
+    runtime_dir: Path | None = None  # SMSERVE_RUNTIME_DIR: parent of the state workers share
     cache_dir: Path | None = None  # SMSERVE_CACHE_DIR (None: ~/.cache/smserve); demo models
 
     @classmethod
@@ -96,6 +97,7 @@ class Settings:
             model_config_file=env.optional_path("SMSERVE_MODEL_CONFIG_FILE"),
             poll_interval_s=env.number("SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS", 1.0, minimum=0.0),
             memory_budget_bytes=_memory_budget(env),
+            runtime_dir=env.optional_path("SMSERVE_RUNTIME_DIR"),
             cache_dir=env.optional_path("SMSERVE_CACHE_DIR"),
         )
 

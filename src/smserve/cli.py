@@ -1,0 +1,138 @@
+"""The command line: ``smserve serve|train``, and the ``serve``/``train`` executables SageMaker
+runs (``docker run IMAGE serve``). It reads the environment once into Settings, applies flag
+overrides and passes them down; it is the only module that prints.
+
+Exit status: 0 for a clean stop, ``--help``, or no arguments at all (``docker run IMAGE`` prints
+the usage, which is not a failure); 2 for a usage error, bad configuration or a model that cannot
+be loaded; otherwise gunicorn's status (3: a worker failed to boot) or training's."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from smserve import __version__
+from smserve.config import Settings
+from smserve.errors import ConfigError, StartupError
+from smserve.http import process
+
+EXIT_USAGE = 2
+DEMO_KINDS = ("xgboost", "kmeans")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``smserve``: parse ``argv`` (default: sys.argv[1:]) and run the chosen command."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    command: Callable[[argparse.Namespace], int] = args.run
+    return command(args)
+
+
+def serve_main() -> int:
+    """The ``serve`` executable: ``smserve serve`` with the same arguments."""
+    return main(["serve", *sys.argv[1:]])
+
+
+def train_main() -> int:
+    """The ``train`` executable: ``smserve train``."""
+    return main(["train", *sys.argv[1:]])
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="smserve", description="SageMaker-style inference server for k-means and XGBoost."
+    )
+    parser.add_argument("--version", action="version", version=f"smserve {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    serve = commands.add_parser("serve", help="serve /ping and /invocations with gunicorn")
+    serve.add_argument(
+        "--demo",
+        nargs="?",
+        const="xgboost",
+        choices=DEMO_KINDS,
+        help="serve a demo model trained on first start (default kind: xgboost)",
+    )
+    serve.add_argument("--port", type=_positive, help="listen port (SAGEMAKER_BIND_TO_PORT)")
+    serve.add_argument(
+        "--workers", type=_positive, help="worker processes (SAGEMAKER_MODEL_SERVER_WORKERS)"
+    )
+    serve.set_defaults(run=_serve)
+    train = commands.add_parser("train", help="train from /opt/ml/input (SageMaker training)")
+    train.set_defaults(run=_train)
+    return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        settings = _settings(args)
+    except ConfigError as exc:
+        return _fail(f"invalid configuration: {exc}")
+    _configure_logging(settings)
+    process.limit_native_threads(settings, os.environ, _cpu_count())
+    try:
+        return _start(settings, args.demo)
+    except StartupError as exc:
+        return _fail(f"cannot load model: {exc}")
+
+
+def _start(settings: Settings, demo_kind: str | None) -> int:
+    # Imported here, after the thread caps are in the environment: both load numpy.
+    from smserve import demo
+    from smserve.http import server
+
+    if demo_kind is not None:
+        settings = settings.replace(
+            model_dir=demo.model_dir(demo_kind, settings), algorithm=demo_kind
+        )
+        # Training runs OpenMP code, after which this process could not fork workers.
+        process.call_in_child(demo.prepare, demo_kind, settings)
+    return server.run(settings)
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    settings = Settings.from_env(os.environ)
+    overrides = {"port": args.port, "workers": args.workers}
+    return settings.replace(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def _train(args: argparse.Namespace) -> int:
+    # Imported here so that serving never imports the training code.
+    from smserve import training
+
+    return training.run(os.environ)
+
+
+def _configure_logging(settings: Settings) -> None:
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s [%(process)d] [%(levelname)s] %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def _cpu_count() -> int:
+    # The CPUs this process may run on (a container's cpuset), not the host's.
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _fail(message: str) -> int:
+    print(f"smserve: {message}", file=sys.stderr)
+    return EXIT_USAGE

@@ -1,0 +1,53 @@
+"""What views need besides Flask's request: the app's settings and inference service, and the
+request body, read so that its size limit holds.
+
+The service's presence is the readiness flag that ``/ping`` reports: a worker's app answers
+200 once its service exists and 503 before."""
+
+from __future__ import annotations
+
+from flask import Flask, current_app, request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from smserve.config import Settings
+from smserve.errors import ModelNotReady
+from smserve.service import InferenceService
+
+SETTINGS_KEY = "smserve.settings"
+SERVICE_KEY = "smserve.service"
+
+
+def install(app: Flask, settings: Settings, service: InferenceService | None) -> None:
+    """Attach ``settings`` and ``service`` (None: not ready yet) to ``app``."""
+    app.extensions[SETTINGS_KEY] = settings
+    app.extensions[SERVICE_KEY] = service
+
+
+def current_settings() -> Settings:
+    settings: Settings = current_app.extensions[SETTINGS_KEY]
+    return settings
+
+
+def current_service() -> InferenceService:
+    """This app's service; raises ModelNotReady (503) while there is none."""
+    service: InferenceService | None = current_app.extensions.get(SERVICE_KEY)
+    if service is None:
+        raise ModelNotReady("the model is not loaded yet; retry shortly")
+    return service
+
+
+def read_body() -> bytes:
+    """The request body, with or without a Content-Length (chunked uploads).
+
+    Raises RequestEntityTooLarge (413) over the app's MAX_CONTENT_LENGTH. Werkzeug stops reading
+    a chunked body at the limit without an error, which would hand the model a truncated batch;
+    reading one byte past the limit tells a body that is too large from one that fits exactly.
+    """
+    limit = request.max_content_length
+    if limit is None:
+        return request.get_data()
+    request.max_content_length = limit + 1
+    body = request.get_data()
+    if len(body) > limit:
+        raise RequestEntityTooLarge()
+    return body

@@ -1,0 +1,105 @@
+"""The serving process: gunicorn configured from Settings, with the model loaded in each worker.
+
+Worker model. ``gthread`` workers: a sync worker closes every connection after one response, while
+gthread parks idle keep-alive connections in its selector and hands requests to a pool of
+``settings.threads`` threads. Each worker process builds its own app and InferenceService in
+``load()`` (no preload), as the built-in XGBoost container does: no booster or OpenMP state
+crosses a fork, and a worker only accepts connections once its model is loaded, so /ping is 200
+as soon as a worker answers.
+
+Start-up. ``run()`` first loads the model once, in a forked child of the master (see
+http/process.py), and raises its StartupError (the CLI prints it and exits 2), so a bad model
+never yields a server answering 500 forever. A worker that still fails to boot exits with
+gunicorn's boot-error status, and the master halts with it (status 3).
+
+Shutdown. SIGTERM makes gunicorn stop accepting, let in-flight requests finish within
+``graceful_timeout_s`` and exit 0 (SageMaker sends SIGKILL 30 s after SIGTERM).
+
+Access log. Off unless the log level is ``debug``: one log line per request costs time on the
+hot path, and SageMaker records invocations itself. Errors are always logged.
+
+Note that with gthread, gunicorn's ``timeout`` guards the worker's event loop, not the length of a
+request: a slow prediction is bounded by the platform's invocation timeout, not by gunicorn."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+from smserve.config import Settings
+from smserve.http.app import build_service, create_app
+from smserve.http.process import call_in_child
+
+WSGIApp = Callable[..., Any]
+AppFactory = Callable[[], WSGIApp]
+
+# gunicorn's default heartbeat files live in /tmp, which is a slow overlay in containers.
+_SHM = "/dev/shm"
+
+
+def gunicorn_options(settings: Settings) -> dict[str, object]:
+    """gunicorn settings (by their config-file names) for ``settings``."""
+    return {
+        "bind": [f"0.0.0.0:{settings.port}"],
+        "workers": settings.workers,
+        "worker_class": "gthread",
+        "threads": settings.threads,
+        "timeout": settings.timeout_s,
+        "keepalive": settings.keep_alive_s,
+        "graceful_timeout": settings.graceful_timeout_s,
+        "loglevel": settings.log_level,
+        "accesslog": "-" if settings.log_level == "debug" else None,
+        "errorlog": "-",
+        "preload_app": False,
+        "proc_name": "smserve",
+        # The control socket is a management thread plus a file under $HOME; not needed here.
+        "control_socket_disable": True,
+        "worker_tmp_dir": _SHM if os.path.isdir(_SHM) else None,
+    }
+
+
+class ServingApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is untyped
+    """gunicorn without its command line: options come from Settings, the app from a factory
+    called once in each worker (by default: ``create_app(settings)``, which loads the model)."""
+
+    def __init__(self, settings: Settings, app_factory: AppFactory | None = None) -> None:
+        self._options = gunicorn_options(settings)
+        self._factory = app_factory or (lambda: create_app(settings))
+        super().__init__()
+
+    def load_config(self) -> None:
+        for name, value in self._options.items():
+            self.cfg.set(name, value)
+
+    def load(self) -> WSGIApp:
+        return self._factory()
+
+
+def run(settings: Settings, app_factory: AppFactory | None = None) -> int:
+    """Validate the model, then serve until gunicorn stops; returns its exit status.
+
+    Raises StartupError (ModelLoadError, ConfigError) when the model cannot be loaded.
+    """
+    if app_factory is None:
+        # In a child: loading runs OpenMP code, after which this master could not fork.
+        call_in_child(check_model, settings)
+    try:
+        ServingApplication(settings, app_factory).run()
+    except SystemExit as stop:
+        # gunicorn ends its master (and each forked worker) with sys.exit(status).
+        return _exit_status(stop.code)
+    return 0
+
+
+def check_model(settings: Settings) -> None:
+    """Load the model and drop it; raises StartupError when it cannot be loaded."""
+    build_service(settings)
+
+
+def _exit_status(code: object) -> int:
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1

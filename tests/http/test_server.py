@@ -1,0 +1,86 @@
+"""gunicorn's configuration from Settings (no server started), the native thread caps, and
+the forked-child call the master uses to load models."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from smserve.config import Settings
+from smserve.errors import ModelLoadError, StartupError
+from smserve.http.process import (
+    THREAD_VARIABLES,
+    call_in_child,
+    limit_native_threads,
+    native_thread_limits,
+)
+from smserve.http.server import ServingApplication, gunicorn_options
+
+# Python 3.12+ warns when forking a process that has threads (numpy's BLAS pool does).
+pytestmark = pytest.mark.filterwarnings("ignore:.*multi-threaded.*fork:DeprecationWarning")
+
+
+def test_gunicorn_options_come_from_settings() -> None:
+    settings = Settings(port=9000, workers=3, threads=4, timeout_s=70, keep_alive_s=5)
+    options = gunicorn_options(settings.replace(graceful_timeout_s=12, log_level="warning"))
+    assert options["bind"] == ["0.0.0.0:9000"]
+    assert (options["workers"], options["threads"], options["worker_class"]) == (3, 4, "gthread")
+    assert (options["timeout"], options["keepalive"], options["graceful_timeout"]) == (70, 5, 12)
+    assert (options["loglevel"], options["accesslog"]) == ("warning", None)
+    assert options["preload_app"] is False
+
+
+def test_access_log_is_on_at_debug_level() -> None:
+    assert gunicorn_options(Settings(log_level="debug"))["accesslog"] == "-"
+
+
+def _wsgi_app(environ: object, start_response: object) -> list[bytes]:
+    return []
+
+
+def test_gunicorn_accepts_every_option() -> None:
+    app = ServingApplication(Settings(port=9001, workers=2), app_factory=lambda: _wsgi_app)
+    assert app.cfg.worker_class_str == "gthread"
+    assert (app.cfg.workers, app.cfg.address) == (2, [("0.0.0.0", 9001)])
+    assert app.cfg.control_socket_disable is True
+    assert app.load() is _wsgi_app  # the factory, called only in a worker
+
+
+@pytest.mark.parametrize(
+    ("workers", "threads", "cpus", "share"),
+    [(1, 1, 8, "8"), (4, 1, 8, "2"), (2, 2, 8, "2"), (8, 1, 8, "1"), (16, 4, 8, "1")],
+)
+def test_native_threads_share_the_cpus(workers: int, threads: int, cpus: int, share: str) -> None:
+    limits = native_thread_limits(Settings(workers=workers, threads=threads), cpus)
+    assert set(limits) == set(THREAD_VARIABLES)
+    assert set(limits.values()) == {share}
+
+
+def test_user_thread_settings_win() -> None:
+    environ = {"OMP_NUM_THREADS": "3"}
+    limit_native_threads(Settings(workers=2), environ, cpu_count=8)
+    assert environ["OMP_NUM_THREADS"] == "3"
+    assert environ["OPENBLAS_NUM_THREADS"] == "4"
+
+
+def _fails_to_load(path: str) -> None:
+    raise ModelLoadError(f"{path}: not a model")
+
+
+def _dies(status: int) -> None:
+    os._exit(status)
+
+
+def test_call_in_child_returns_when_the_child_succeeds() -> None:
+    call_in_child(len, "fine")
+
+
+def test_call_in_child_raises_the_childs_startup_error() -> None:
+    with pytest.raises(ModelLoadError, match="/m/xgboost-model: not a model"):
+        call_in_child(_fails_to_load, "/m/xgboost-model")
+
+
+def test_call_in_child_reports_a_child_that_died() -> None:
+    with pytest.raises(StartupError, match=r"_dies failed \(exit status 5\)"):
+        call_in_child(_dies, 5)

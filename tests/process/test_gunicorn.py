@@ -1,0 +1,226 @@
+"""The real ``smserve serve``: gunicorn with gthread workers, a real XGBoost model, real sockets.
+
+What is real here: the CLI, gunicorn's master and worker, the master's model check, the
+per-worker model load, the codecs, the algorithms, the demo training, and a stock boto3 client.
+The worker-boot-failure test alone injects a failing app factory (through ``server.run``)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.process.servers import (
+    SMSERVE,
+    Server,
+    free_port,
+    run_cli,
+    running_server,
+    server_env,
+)
+
+pytestmark = pytest.mark.process
+
+ROW = b"0.5,-1.0,0.25,2.0\n"
+
+
+@pytest.fixture(scope="module")
+def server(xgb_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with running_server(tmp_path_factory.mktemp("logs"), {"SM_MODEL_DIR": str(xgb_model_dir)}) as s:
+        yield s
+
+
+def post(
+    connection: http.client.HTTPConnection, body: bytes, accept: str = "application/json"
+) -> http.client.HTTPResponse:
+    headers = {"Content-Type": "text/csv", "Accept": accept}
+    connection.request("POST", "/invocations", body=body, headers=headers)
+    return connection.getresponse()
+
+
+def test_requests_share_one_keep_alive_connection(server: Server) -> None:
+    connection = server.connection()
+    try:
+        connection.request("GET", "/ping")
+        assert connection.getresponse().read() == b""
+        first_socket = connection.sock
+        answers = []
+        # A 200, a 204 and a 400: error responses keep the connection usable too.
+        for body in (ROW * 2, b"", b"x"):
+            response = post(connection, body)
+            content = response.read()
+            assert response.getheader("Content-Length", "0") == str(len(content))
+            answers.append((response.status, response.getheader("Content-Type")))
+            assert connection.sock is first_socket  # not closed and reopened
+    finally:
+        connection.close()
+    assert answers == [(200, "application/json"), (204, None), (400, "application/json")]
+
+
+def test_errors_name_the_problem_in_json(server: Server) -> None:
+    connection = server.connection()
+    try:
+        predictions = json.loads(post(connection, ROW * 2).read())["predictions"]
+        error = post(connection, ROW, accept="image/png")
+        assert (error.status, error.getheader("Content-Type")) == (406, "application/json")
+        assert "image/png" in json.loads(error.read())["error"]
+    finally:
+        connection.close()
+    assert len(predictions) == 2
+
+
+def test_chunked_upload(server: Server) -> None:
+    connection = server.connection()
+    try:
+        headers = {"Content-Type": "text/csv", "Accept": "text/csv"}
+        chunks = iter([ROW[:5], ROW[5:], ROW])
+        connection.request("POST", "/invocations", chunks, headers, encode_chunked=True)
+        response = connection.getresponse()
+        assert (response.status, response.getheader("Content-Type")) == (200, "text/csv")
+        assert len(response.read().splitlines()) == 2
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(
+    "partial",
+    [
+        b"Content-Length: 1000\r\n\r\n0.5,1.0",
+        b"Transfer-Encoding: chunked\r\n\r\n10\r\n0.5,1.0",
+    ],
+    ids=["content-length", "chunked"],
+)
+def test_client_disconnect_mid_body_keeps_the_worker(server: Server, partial: bytes) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw:
+        raw.sendall(b"POST /invocations HTTP/1.1\r\nHost: test\r\nContent-Type: text/csv\r\n")
+        raw.sendall(partial)
+        time.sleep(0.3)
+    time.sleep(0.5)
+    connection = server.connection()
+    try:
+        assert post(connection, ROW).status == 200
+    finally:
+        connection.close()
+    output = server.output()
+    assert output.count("Booting worker") == 1, output
+    assert "exited with code" not in output
+
+
+def test_sigterm_finishes_the_request_in_flight(xgb_model_dir: Path, tmp_path: Path) -> None:
+    env = {"SM_MODEL_DIR": str(xgb_model_dir), "SMSERVE_GRACEFUL_TIMEOUT_S": "20"}
+    with running_server(tmp_path, env) as server:
+        raw = socket.create_connection(("127.0.0.1", server.port), timeout=20)
+        try:
+            # A first request makes sure the worker holds this connection.
+            raw.sendall(b"GET /ping HTTP/1.1\r\nHost: test\r\n\r\n")
+            assert raw.recv(4096).startswith(b"HTTP/1.1 200")
+            body = ROW * 3
+            head = f"POST /invocations HTTP/1.1\r\nHost: t\r\nContent-Length: {len(body)}\r\n"
+            raw.sendall(f"{head}Content-Type: text/csv\r\nAccept: text/csv\r\n\r\n".encode())
+            raw.sendall(body[:10])
+            time.sleep(0.5)
+            server.process.send_signal(signal.SIGTERM)
+            time.sleep(1.0)
+            assert server.process.poll() is None, "stopped before the request finished"
+            raw.sendall(body[10:])
+            answer = _read_response(raw)
+        finally:
+            raw.close()
+        assert server.wait() == 0, server.output()
+    assert answer.startswith(b"HTTP/1.1 200"), answer
+    assert len(answer.partition(b"\r\n\r\n")[2].splitlines()) == 3  # one score per row
+
+
+def _read_response(raw: socket.socket) -> bytes:
+    """A response with a Content-Length, or whatever came before the server closed."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = raw.recv(4096)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+    while len(body) < length and (chunk := raw.recv(4096)):
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+@pytest.mark.parametrize(
+    ("files", "named"),
+    [({"xgboost-model": b"this is not a model"}, "xgboost-model"), ({}, "no model files")],
+    ids=["corrupt-file", "empty-dir"],
+)
+def test_bad_model_exits_2_naming_the_problem(
+    tmp_path: Path, files: dict[str, bytes], named: str
+) -> None:
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    result = run_cli(["serve"], server_env(free_port(), {"SM_MODEL_DIR": str(tmp_path)}))
+    assert result.returncode == 2, result.stderr
+    assert "smserve: cannot load model:" in result.stderr
+    assert named in result.stderr
+    assert "Booting worker" not in result.stderr  # gunicorn never started
+
+
+def test_worker_that_cannot_boot_halts_the_server(tmp_path: Path) -> None:
+    # The master's model check passed, then a worker's load failed: gunicorn must stop with
+    # its boot-error status instead of respawning the worker forever.
+    port = free_port()
+    code = (
+        "import sys\n"
+        "from smserve.config import Settings\n"
+        "from smserve.http.server import run\n"
+        "def broken(): raise RuntimeError('worker cannot load')\n"
+        f"sys.exit(run(Settings(port={port}, workers=1, graceful_timeout_s=1), broken))\n"
+    )
+    command = [sys.executable, "-c", code]
+    result = subprocess.run(
+        command, env=server_env(port, {}), capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 3, result.stderr
+    assert "Worker failed to boot" in result.stderr
+
+
+@pytest.mark.parametrize(("kind", "output"), [("xgboost", "score"), ("kmeans", "closest_cluster")])
+def test_demo_trains_caches_and_serves(tmp_path: Path, kind: str, output: str) -> None:
+    env = {"SMSERVE_CACHE_DIR": str(tmp_path / "cache")}
+    command = [str(SMSERVE), "serve", "--demo", kind]
+    with running_server(tmp_path, env, command) as server:
+        row = server.output().split("--data '")[1].split("'")[0]
+        connection = server.connection()
+        try:
+            response = post(connection, row.encode())
+            predictions = json.loads(response.read())["predictions"]
+        finally:
+            connection.close()
+    assert response.status == 200
+    assert output in predictions[0]
+    assert (tmp_path / "cache" / f"demo-{kind}").is_dir()
+
+
+def test_stock_boto3_invoke_endpoint(server: Server) -> None:
+    # boto3 with only an endpoint URL posts to /endpoints/<name>/invocations.
+    boto3 = pytest.importorskip("boto3")
+    config = pytest.importorskip("botocore.config")
+
+    runtime = boto3.session.Session(
+        region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test"
+    ).client(
+        "sagemaker-runtime",
+        endpoint_url=f"http://127.0.0.1:{server.port}",
+        config=config.Config(retries={"max_attempts": 1}),
+    )
+    answer = runtime.invoke_endpoint(
+        EndpointName="my-endpoint", Body=ROW * 2, ContentType="text/csv", Accept="application/json"
+    )
+    assert answer["ContentType"] == "application/json"
+    assert len(json.loads(answer["Body"].read())["predictions"]) == 2

@@ -1,0 +1,54 @@
+"""The command line's usage and exit statuses, for the paths that never start a server (the
+serving paths are tested end to end in tests/process)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from smserve.cli import main, serve_main
+
+
+def test_no_arguments_prints_usage_and_succeeds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    assert "usage: smserve" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["serve", "--help"], ["train", "--help"]])
+def test_help_exits_0(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 0
+    assert "usage: smserve" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["serve", "--port", "0"], ["serve", "--workers", "many"], ["serve", "--demo", "svm"], ["x"]],
+)
+def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    assert "usage: smserve" in capsys.readouterr().err
+
+
+def test_bad_setting_exits_2_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SAGEMAKER_BIND_TO_PORT", "http")
+    assert main(["serve"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "smserve: invalid configuration: SAGEMAKER_BIND_TO_PORT='http'"
+    )
+
+
+def test_serve_executable_is_smserve_serve(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["serve", "--help"])
+    with pytest.raises(SystemExit) as stop:
+        serve_main()
+    assert stop.value.code == 0
+    assert "usage: smserve serve" in capsys.readouterr().out

@@ -1,0 +1,120 @@
+"""Settings.from_env with injected dicts: defaults, every variable, and errors that name it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smserve.config import MIB, Settings
+from smserve.errors import ConfigError
+
+
+def test_defaults() -> None:
+    settings = Settings.from_env({})
+    assert settings == Settings(workers=os.cpu_count() or 1)
+    assert settings.model_dir == Path("/opt/ml/model")
+    assert (settings.port, settings.max_payload_bytes, settings.max_payload_mib) == (
+        8080,
+        6 * MIB,
+        6,
+    )
+
+
+def test_from_env_never_reads_the_process_environment_when_given_a_mapping(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SAGEMAKER_BIND_TO_PORT", "9999")
+    assert Settings.from_env({}).port == 8080
+
+
+EVERY_VARIABLE = [
+    ("SM_MODEL_DIR", "/models/a", "model_dir", Path("/models/a")),
+    ("SAGEMAKER_BIND_TO_PORT", "9090", "port", 9090),
+    ("SAGEMAKER_MODEL_SERVER_WORKERS", "3", "workers", 3),
+    ("SMSERVE_THREADS", "4", "threads", 4),
+    ("SAGEMAKER_MODEL_SERVER_TIMEOUT", "120", "timeout_s", 120),
+    ("SMSERVE_KEEP_ALIVE_S", "5", "keep_alive_s", 5),
+    ("SMSERVE_GRACEFUL_TIMEOUT_S", "10", "graceful_timeout_s", 10),
+    ("SMSERVE_LOG_LEVEL", "DEBUG", "log_level", "debug"),
+    ("SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT", "text/csv", "default_accept", "text/csv"),
+    ("SAGEMAKER_MAX_PAYLOAD_IN_MB", "20", "max_payload_bytes", 20 * MIB),
+    ("MAX_CONTENT_LENGTH", "1000", "max_payload_bytes", 1000),
+    ("SAGEMAKER_BATCH", "true", "batch_mode", True),
+    ("SAGEMAKER_BATCH_STRATEGY", "single_record", "batch_strategy", "SINGLE_RECORD"),
+    ("SAGEMAKER_MAX_CONCURRENT_TRANSFORMS", "8", "max_concurrent_transforms", 8),
+    ("SMSERVE_ALGORITHM", "KMeans", "algorithm", "kmeans"),
+    ("SMSERVE_KMEANS_DISTANCE", "squared", "kmeans_distance", "squared"),
+    (
+        "SAGEMAKER_INFERENCE_OUTPUT",
+        "Predicted_Label, probabilities",
+        "inference_output",
+        ("predicted_label", "probabilities"),
+    ),  # fmt: skip
+    ("SAGEMAKER_INFERENCE_ENSEMBLE", "false", "ensemble", False),
+    ("SMSERVE_ALLOW_PICKLE", "1", "allow_pickle", True),
+    ("SMSERVE_XGBOOST_DEVICE", "cpu", "xgboost_device", "cpu"),
+    ("SMSERVE_LIBSVM_INDEX_BASE", "auto", "libsvm_index_base", "auto"),
+    ("SMSERVE_ALLOW_ONE_FEWER_FEATURE", "yes", "allow_one_fewer_feature", True),
+    ("SAGEMAKER_MULTI_MODEL", "true", "multi_model", True),
+    ("SMSERVE_MODELS_DIR", "/mm", "models_dir", Path("/mm")),
+    ("MODEL_NAME", "km", "model_name", "km"),
+    ("MODEL_BASE_PATH", "/models", "model_base_path", Path("/models")),
+    ("SMSERVE_MODEL_CONFIG_FILE", "/m.config", "model_config_file", Path("/m.config")),
+    ("SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS", "0.5", "poll_interval_s", 0.5),
+    ("SMSERVE_MEMORY_BUDGET_MB", "512", "memory_budget_bytes", 512 * MIB),
+    ("SMSERVE_RUNTIME_DIR", "/run/smserve", "runtime_dir", Path("/run/smserve")),
+    ("SMSERVE_CACHE_DIR", "/cache", "cache_dir", Path("/cache")),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "field", "expected"), EVERY_VARIABLE, ids=lambda v: v)
+def test_every_variable(name: str, value: str, field: str, expected: Any) -> None:
+    assert getattr(Settings.from_env({name: value}), field) == expected
+
+
+def test_every_field_has_a_variable() -> None:
+    assert {field for _, _, field, _ in EVERY_VARIABLE} == set(Settings.__dataclass_fields__)
+
+
+def test_blank_values_mean_unset() -> None:
+    assert Settings.from_env({"SAGEMAKER_BIND_TO_PORT": "  ", "MODEL_NAME": ""}).port == 8080
+
+
+def test_payload_in_mb_wins_over_max_content_length() -> None:
+    env = {"SAGEMAKER_MAX_PAYLOAD_IN_MB": "2", "MAX_CONTENT_LENGTH": "1000"}
+    assert Settings.from_env(env).max_payload_bytes == 2 * MIB
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("SAGEMAKER_BIND_TO_PORT", "http"),
+        ("SAGEMAKER_BIND_TO_PORT", "0"),
+        ("SAGEMAKER_MODEL_SERVER_WORKERS", "0"),
+        ("SMSERVE_THREADS", "1.5"),
+        ("SAGEMAKER_MODEL_SERVER_TIMEOUT", "-1"),
+        ("SMSERVE_LOG_LEVEL", "verbose"),
+        ("SAGEMAKER_MAX_PAYLOAD_IN_MB", "0"),
+        ("MAX_CONTENT_LENGTH", "6MB"),
+        ("SAGEMAKER_BATCH", "maybe"),
+        ("SAGEMAKER_BATCH_STRATEGY", "ALL"),
+        ("SMSERVE_ALGORITHM", "linear-learner"),
+        ("SAGEMAKER_INFERENCE_OUTPUT", " , "),
+        ("SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS", "soon"),
+        ("SMSERVE_MEMORY_BUDGET_MB", "0"),
+    ],
+    ids=lambda v: v,
+)
+def test_bad_values_name_the_variable(name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=name):
+        Settings.from_env({name: value})
+
+
+def test_replace_applies_known_fields_only() -> None:
+    settings = Settings().replace(port=1234)
+    assert settings.port == 1234
+    with pytest.raises(TypeError, match="prot"):
+        settings.replace(prot=1)

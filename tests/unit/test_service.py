@@ -1,0 +1,87 @@
+"""InferenceService with fake codecs and algorithms: negotiation happens before any decode or
+prediction, an empty body means nothing to do, and replies carry the encoder's media type."""
+
+from __future__ import annotations
+
+import pytest
+
+from smserve.codecs import CodecRegistry
+from smserve.config import Settings
+from smserve.errors import DecodeError, NotAcceptable, UnsupportedMediaType
+from smserve.media import CSV, JSON
+from smserve.service import InferenceService
+from tests.fakes import EchoAlgorithm, FakeCsvCodec, FakeJsonCodec
+
+
+@pytest.fixture
+def algorithm() -> EchoAlgorithm:
+    return EchoAlgorithm()
+
+
+@pytest.fixture
+def csv_codec() -> FakeCsvCodec:
+    return FakeCsvCodec()
+
+
+@pytest.fixture
+def service(algorithm: EchoAlgorithm, csv_codec: FakeCsvCodec) -> InferenceService:
+    json_codec = FakeJsonCodec()
+    registry = CodecRegistry(decoders=[csv_codec, json_codec], encoders=[json_codec, csv_codec])
+    return InferenceService(algorithm, registry, Settings())
+
+
+@pytest.mark.parametrize(
+    ("content_type", "accept", "error"),
+    [
+        ("text/csv", "image/png", NotAcceptable),
+        ("image/png", "application/json", UnsupportedMediaType),
+        ("text/csv; charset=latin-1", None, UnsupportedMediaType),
+        ("text/csv", "application/json;q=0", NotAcceptable),
+    ],
+    ids=["406-accept", "415-type", "415-parameter", "406-q0"],
+)
+def test_negotiation_fails_before_decode_and_predict(
+    service: InferenceService,
+    algorithm: EchoAlgorithm,
+    csv_codec: FakeCsvCodec,
+    content_type: str,
+    accept: str | None,
+    error: type[Exception],
+) -> None:
+    with pytest.raises(error):
+        service.invoke(b"not,even,numbers", content_type, accept)
+    assert csv_codec.decoded == 0
+    assert algorithm.calls == 0
+
+
+def test_empty_body_is_none_without_predicting(
+    service: InferenceService, algorithm: EchoAlgorithm
+) -> None:
+    assert service.invoke(b"", "text/csv", "application/json") is None
+    assert algorithm.calls == 0
+
+
+def test_reply_has_the_encoders_media_type(service: InferenceService) -> None:
+    reply = service.invoke(b"1,2\n3,4", "text/csv", "text/csv")
+    assert reply is not None
+    assert (reply.body, reply.media_type) == (b"3\n7\n", CSV)
+
+
+def test_missing_headers_use_the_algorithms_defaults(service: InferenceService) -> None:
+    reply = service.invoke(b"1,2", None, None)
+    assert reply is not None
+    assert reply.media_type == EchoAlgorithm.default_accept == JSON
+
+
+def test_default_accept_setting_overrides_the_algorithm(csv_codec: FakeCsvCodec) -> None:
+    registry = CodecRegistry(decoders=[csv_codec], encoders=[FakeJsonCodec(), csv_codec])
+    service = InferenceService(EchoAlgorithm(), registry, Settings(default_accept=CSV))
+    reply = service.invoke(b"1,2", "text/csv", "*/*")
+    assert reply is not None
+    assert reply.media_type == CSV
+
+
+def test_decode_errors_propagate(service: InferenceService, algorithm: EchoAlgorithm) -> None:
+    with pytest.raises(DecodeError):
+        service.invoke(b"1,x", "text/csv", None)
+    assert algorithm.calls == 0
