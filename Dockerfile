@@ -1,0 +1,84 @@
+# smserve: a SageMaker-compatible inference (and training) image for k-means and XGBoost.
+#
+#   docker build -t smserve .                                   # CPU-only XGBoost (default)
+#   docker build -t smserve:gpu --build-arg XGBOOST_PACKAGE=xgboost .   # CUDA-capable XGBoost
+#   docker run IMAGE serve | docker run IMAGE train | docker run IMAGE   (usage)
+#
+# Build arguments:
+#   BASE_IMAGE       any Debian-like image with Python >= 3.11, `python` and `pip` on PATH
+#   XGBOOST_PACKAGE  xgboost-cpu (default: CPU only, no CUDA runtime or NCCL) or xgboost (GPU)
+#   SMSERVE_EXTRAS   optional extras from pyproject.toml to install too, e.g. "skops"
+#
+# Dependency solution. pyproject.toml declares `xgboost`, and on Linux that wheel drags in the
+# CUDA-enabled library plus nvidia-nccl (hundreds of MB). The CPU-only build ships as a different
+# distribution, `xgboost-cpu`, that installs the same `xgboost` import package. So the image never
+# lets pip resolve smserve's own metadata: the `requirements` stage turns [project].dependencies
+# into a requirements list with `xgboost` renamed to $XGBOOST_PACKAGE (container/
+# runtime_requirements.py, standard library only, keeps every version specifier), the `deps`
+# stage installs that list into /opt/venv, and the final stage installs the smserve wheel with
+# --no-deps. pyproject.toml stays the single source of truth, and the big dependency layer is
+# cached until the dependency list itself changes, not on every source or pyproject edit.
+#
+# Size: no compilers, no pip cache (--no-cache-dir), no pip or setuptools in /opt/venv (the base
+# image's pip installs into it with --python), and the dependencies' own test suites (`tests`
+# packages, ~65 MB of numpy/scipy/scikit-learn, never imported at run time) are deleted. Byte code
+# is compiled at install time (pip's default) and kept, so workers do not compile at startup.
+# A derived image adds packages with the base pip: `RUN pip --python /opt/venv/bin/python install X`.
+
+ARG BASE_IMAGE=python:3.11-slim
+
+# --- requirements: pyproject.toml -> requirements.txt (cheap; re-runs on any pyproject edit) ---
+FROM ${BASE_IMAGE} AS requirements
+ARG XGBOOST_PACKAGE=xgboost-cpu
+ARG SMSERVE_EXTRAS=""
+WORKDIR /build
+COPY pyproject.toml container/runtime_requirements.py ./
+RUN python runtime_requirements.py pyproject.toml \
+        --replace "xgboost=${XGBOOST_PACKAGE}" --extra "${SMSERVE_EXTRAS}" > requirements.txt \
+    && cat requirements.txt
+
+# --- deps: the runtime dependencies in /opt/venv. Keyed on the generated list's content, so
+# edits to pyproject.toml that leave the dependencies alone (tool settings, version) reuse it. ---
+FROM ${BASE_IMAGE} AS deps
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+COPY --from=requirements /build/requirements.txt /tmp/requirements.txt
+RUN python -m venv --without-pip /opt/venv \
+    && python -m pip --python /opt/venv/bin/python install --no-cache-dir -r /tmp/requirements.txt \
+    && find /opt/venv -depth -type d -name tests -path "*/site-packages/*" -exec rm -rf {} + \
+    && /opt/venv/bin/python -c "import flask, gunicorn, numpy, scipy.sparse, sklearn.cluster, xgboost, google.protobuf, orjson"
+
+# --- wheel: build the smserve wheel (pure Python; no dependencies resolved here) ---
+FROM ${BASE_IMAGE} AS wheel
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+RUN python -m venv /opt/build && /opt/build/bin/pip install "setuptools>=68" wheel
+WORKDIR /build
+# README.m[d]: the readme is optional for the build (a glob that matches nothing copies nothing).
+COPY pyproject.toml README.m[d] ./
+COPY src ./src
+RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels .
+
+# --- final image ---
+FROM ${BASE_IMAGE}
+LABEL org.opencontainers.image.title="smserve" \
+      org.opencontainers.image.description="SageMaker-compatible inference container for k-means and XGBoost" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      com.amazonaws.sagemaker.capabilities.accept-bind-to-port=true \
+      com.amazonaws.sagemaker.capabilities.multi-models=true
+COPY --from=deps /opt/venv /opt/venv
+COPY --from=wheel /wheels /tmp/wheels
+# `python` here is still the base image's interpreter (PATH is set below), whose pip installs
+# into the pip-less /opt/venv.
+RUN python -m pip --python /opt/venv/bin/python install --no-cache-dir --no-deps \
+        --disable-pip-version-check --root-user-action=ignore /tmp/wheels/*.whl \
+    && rm -rf /tmp/wheels \
+    && mkdir -p /opt/ml/model /opt/ml/models /opt/ml/input /opt/ml/output \
+    && /opt/venv/bin/smserve --help >/dev/null
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    SM_MODEL_DIR=/opt/ml/model
+WORKDIR /opt/ml
+EXPOSE 8080
+# Exec form, no shell: `docker run IMAGE serve` runs `smserve serve` as PID 1, so SageMaker's
+# SIGTERM reaches the server directly (it drains, then exits before the SIGKILL 30 s later).
+ENTRYPOINT ["smserve"]
+CMD ["--help"]

@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# End-to-end test of the image, the way SageMaker uses it:
+#   1. docker build (tag smserve:test; reports the image size), image metadata checks
+#   2. `docker run IMAGE train` for XGBoost and k-means on local_test/test_dir's data, plus one
+#      training run that must fail and write /opt/ml/output/failure
+#   3. `docker run -d -p PORT:8080 IMAGE serve` with each model mounted at /opt/ml/model (read
+#      only), time from `docker run` to the first 200 on /ping, then check_endpoint.py (every
+#      payload format x every Accept type, /execution-parameters, client errors)
+#   4. `docker stop -t 30` (SIGTERM, SIGKILL 30 s later, as SageMaker does): the server must exit
+#      0 well before the SIGKILL
+#   5. SAGEMAKER_BIND_TO_PORT (the accept-bind-to-port label's promise)
+#
+#   local_test/container_test.sh
+#
+# Environment: SMSERVE_TEST_IMAGE (default smserve:test), SMSERVE_SKIP_BUILD=1 (test an image
+# already built), DOCKER_BUILD_ARGS (extra `docker build` words).
+# Uses the Docker engine when `docker info` works; otherwise sets one up with
+# ../shared/tools/container-engine.sh (podman serving the Docker API; -p publishing works
+# through it unchanged). Containers it started are removed on exit, whatever happens.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo_root="$(cd "$here/.." && pwd)"
+image="${SMSERVE_TEST_IMAGE:-smserve:test}"
+name_prefix="smserve-test-$$"
+ping_timeout_s=90
+python="$(command -v python3 || command -v python)"
+
+log() { printf 'container_test: %s\n' "$*" >&2; }
+die() { log "FATAL: $*"; exit 1; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+summary=()
+failures=0
+record() { summary+=("$(printf '%-22s %s' "$1" "$2")"); }
+fail() { failures=$((failures + 1)); log "FAIL: $*"; }
+
+workdir="$(mktemp -d "${TMPDIR:-/tmp}/smserve-container-test.XXXXXX")"
+containers=()
+cleanup() {
+  local c
+  for c in "${containers[@]+"${containers[@]}"}"; do
+    docker rm -f "$c" >/dev/null 2>&1 || true
+  done
+  rm -rf "$workdir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- engine -------------------------------------------------------------------------------------
+
+engine_script() {
+  local top candidate
+  top="$(git -C "$repo_root" rev-parse --show-toplevel 2>/dev/null || echo "$repo_root")"
+  for candidate in \
+    "${SMSERVE_CONTAINER_ENGINE_SCRIPT:-}" \
+    "$top/../shared/tools/container-engine.sh" \
+    "$repo_root/../shared/tools/container-engine.sh"; do
+    if [ -n "$candidate" ] && [ -f "$candidate" ]; then
+      echo "$candidate"
+      return 0
+    fi
+  done
+  return 1
+}
+
+ensure_engine() {
+  command -v docker >/dev/null || die "no docker CLI on PATH"
+  if docker info >/dev/null 2>&1; then
+    # podman's Docker API has no BuildKit: the CLI must use the classic builder there.
+    if [[ "${DOCKER_HOST:-}" == *podman* ]]; then export DOCKER_BUILDKIT="${DOCKER_BUILDKIT:-0}"; fi
+    log "using the container engine at ${DOCKER_HOST:-the default socket}"
+    return
+  fi
+  local script export_line
+  script="$(engine_script)" || die "docker has no engine and ../shared/tools/container-engine.sh was not found"
+  log "no engine answers; setting one up with $script (about 2 minutes the first time)"
+  export_line="$(bash "$script" | grep -E '^export DOCKER_HOST=' | tail -n 1)" \
+    || die "$script failed"
+  [ -n "$export_line" ] || die "$script printed no export line"
+  eval "$export_line"
+  docker info >/dev/null 2>&1 || die "the engine set up by $script does not answer"
+  log "engine ready: $export_line"
+}
+
+# --- helpers ------------------------------------------------------------------------------------
+
+free_port() {
+  "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_for_ping PORT CONTAINER: polls until 200; prints nothing, returns 1 on timeout/exit.
+wait_for_ping() {
+  local port="$1" container="$2" deadline code
+  deadline=$(($(date +%s) + ping_timeout_s))
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$port/ping" || true)"
+    [ "$code" = "200" ] && return 0
+    if [ "$(docker inspect -f '{{.State.Running}}' "$container" 2>/dev/null)" != "true" ]; then
+      log "container $container exited before answering /ping"
+      return 1
+    fi
+    sleep 0.05
+  done
+  log "no 200 on /ping within ${ping_timeout_s} s"
+  return 1
+}
+
+show_logs() {
+  log "last lines of docker logs $1:"
+  docker logs --tail 40 "$1" 2>&1 | sed 's/^/    /' >&2 || true
+}
+
+# stop_gracefully CONTAINER LABEL: docker stop -t 30 (SIGTERM), expects exit 0 within 30 s.
+stop_gracefully() {
+  local container="$1" label="$2" start end took code
+  start="$(now)"
+  docker stop -t 30 "$container" >/dev/null
+  end="$(now)"
+  took="$(elapsed "$start" "$end")"
+  code="$(docker inspect -f '{{.State.ExitCode}}' "$container")"
+  if [ "$code" = "0" ] && awk -v t="$took" 'BEGIN { exit !(t < 30) }'; then
+    record "$label SIGTERM" "exit 0 after ${took} s (docker stop -t 30)"
+  else
+    show_logs "$container"
+    fail "$label: docker stop -t 30 took ${took} s, exit code $code (expected 0 within 30 s)"
+    record "$label SIGTERM" "FAILED: exit $code after ${took} s"
+  fi
+}
+
+# --- 1. build -----------------------------------------------------------------------------------
+
+build_image() {
+  if [ "${SMSERVE_SKIP_BUILD:-0}" = "1" ]; then
+    docker image inspect "$image" >/dev/null 2>&1 || die "SMSERVE_SKIP_BUILD=1 but no image $image"
+    log "SMSERVE_SKIP_BUILD=1: testing the existing $image"
+    return
+  fi
+  log "docker build -t $image $repo_root"
+  local start
+  start="$(now)"
+  # shellcheck disable=SC2086  # DOCKER_BUILD_ARGS is a list of words on purpose
+  docker build ${DOCKER_BUILD_ARGS:-} -t "$image" "$repo_root" \
+    || die "docker build failed"
+  record "build" "$(elapsed "$start" "$(now)") s (layer cache as found)"
+}
+
+check_image() {
+  local size mb base_size labels entrypoint cmd exposed env usage
+  size="$(docker image inspect -f '{{.Size}}' "$image")"
+  mb="$(awk -v s="$size" 'BEGIN { printf "%.1f", s / 1000000 }')"
+  base_size="$(docker image inspect -f '{{.Size}}' python:3.11-slim 2>/dev/null || echo "")"
+  if [ -n "$base_size" ]; then
+    record "image size" "$mb MB ($size bytes): python:3.11-slim as found here $(awk -v s="$base_size" 'BEGIN { printf "%.1f", s / 1000000 }') MB + smserve layers $(awk -v s="$size" -v b="$base_size" 'BEGIN { printf "%.1f", (s - b) / 1000000 }') MB"
+  else
+    record "image size" "$mb MB ($size bytes)"
+  fi
+
+  labels="$(docker image inspect -f '{{json .Config.Labels}}' "$image")"
+  for label in com.amazonaws.sagemaker.capabilities.accept-bind-to-port \
+    com.amazonaws.sagemaker.capabilities.multi-models; do
+    [[ "$labels" == *"\"$label\":\"true\""* ]] || fail "image label $label=true missing: $labels"
+  done
+  entrypoint="$(docker image inspect -f '{{json .Config.Entrypoint}}' "$image")"
+  cmd="$(docker image inspect -f '{{json .Config.Cmd}}' "$image")"
+  [ "$entrypoint" = '["smserve"]' ] || fail "ENTRYPOINT is $entrypoint, expected exec form [\"smserve\"]"
+  exposed="$(docker image inspect -f '{{json .Config.ExposedPorts}}' "$image")"
+  [[ "$exposed" == *'"8080/tcp"'* ]] || fail "port 8080 not exposed: $exposed"
+  env="$(docker image inspect -f '{{json .Config.Env}}' "$image")"
+  [[ "$env" == *'"SM_MODEL_DIR=/opt/ml/model"'* ]] || fail "SM_MODEL_DIR not set: $env"
+
+  # Named and removed by hand: podman's Docker API reports exit 0 for any `docker run --rm`.
+  containers+=("$name_prefix-usage")
+  if usage="$(docker run --name "$name_prefix-usage" "$image" 2>&1)" \
+    && [[ "$usage" == *serve* && "$usage" == *train* ]]; then
+    record "docker run IMAGE" "prints usage, exit 0 (ENTRYPOINT $entrypoint CMD $cmd)"
+  else
+    fail "docker run $image (no command) should print usage naming serve and train: $usage"
+  fi
+}
+
+# --- 2. training --------------------------------------------------------------------------------
+
+train() {
+  local algorithm="$1" dir="$workdir/$1" start
+  mkdir -p "$dir"
+  cp -R "$here/test_dir/input" "$dir/input"
+  start="$(now)"
+  if TEST_DIR="$dir" timeout 600 bash "$here/train_local.sh" "$image" "$algorithm"; then
+    if [ -n "$(ls -A "$dir/model")" ] && [ ! -e "$dir/output/failure" ]; then
+      record "$algorithm train" "ok in $(elapsed "$start" "$(now)") s: $(cd "$dir/model" && ls | tr '\n' ' ')"
+      return 0
+    fi
+    fail "$algorithm training exited 0 but left no model (or wrote output/failure)"
+  else
+    fail "$algorithm training failed"
+  fi
+  record "$algorithm train" "FAILED"
+  return 1
+}
+
+train_must_fail() {
+  local dir="$workdir/bad" status=0
+  mkdir -p "$dir"
+  cp -R "$here/test_dir/input" "$dir/input"
+  printf '{"algorithm": "xgboost", "num_round": "10", "no_such_hyperparameter": "1"}\n' \
+    >"$dir/input/config/hyperparameters-bad.json"
+  TEST_DIR="$dir" timeout 300 bash "$here/train_local.sh" "$image" bad >/dev/null 2>&1 || status=$?
+  if [ "$status" -ne 0 ] && [ -s "$dir/output/failure" ]; then
+    record "failing train" "exit $status, output/failure: $(head -c 100 "$dir/output/failure" | tr '\n' ' ')"
+  else
+    fail "training with an unknown hyperparameter: exit $status, output/failure $(ls "$dir/output" 2>&1)"
+    record "failing train" "FAILED: exit $status"
+  fi
+}
+
+# --- 3./4. serving ------------------------------------------------------------------------------
+
+serve_and_check() {
+  local algorithm="$1" port container start took
+  port="$(free_port)"
+  container="$name_prefix-$algorithm"
+  containers+=("$container")
+  log "docker run -d -p 127.0.0.1:$port:8080 $image serve  ($algorithm model)"
+  start="$(now)"
+  docker run -d --name "$container" -p "127.0.0.1:$port:8080" \
+    -v "$workdir/$algorithm/model:/opt/ml/model:ro" "$image" serve >/dev/null
+  if ! wait_for_ping "$port" "$container"; then
+    show_logs "$container"
+    fail "$algorithm: the server never answered /ping with 200"
+    record "$algorithm serve" "FAILED: no 200 on /ping"
+    return
+  fi
+  took="$(elapsed "$start" "$(now)")"
+  record "$algorithm ping" "first 200 on /ping ${took} s after docker run"
+
+  local checks status=0
+  checks="$("$python" "$here/check_endpoint.py" --url "http://127.0.0.1:$port" \
+    --algorithm "$algorithm" --payloads "$here/payloads" 2>&1)" || status=$?
+  printf '%s\n' "$checks" >&2
+  if [ "$status" -ne 0 ]; then
+    show_logs "$container"
+    fail "$algorithm: endpoint checks failed"
+  fi
+  record "$algorithm endpoint" "$(printf '%s\n' "$checks" | tail -n 1 | sed 's/^check_endpoint: [a-z]*: //')"
+  stop_gracefully "$container" "$algorithm"
+}
+
+# --- 5. SAGEMAKER_BIND_TO_PORT ------------------------------------------------------------------
+
+bind_to_port() {
+  local port container="$name_prefix-bind"
+  port="$(free_port)"
+  containers+=("$container")
+  docker run -d --name "$container" -p "127.0.0.1:$port:9090" -e SAGEMAKER_BIND_TO_PORT=9090 \
+    -v "$workdir/kmeans/model:/opt/ml/model:ro" "$image" serve >/dev/null
+  if wait_for_ping "$port" "$container"; then
+    record "bind-to-port" "SAGEMAKER_BIND_TO_PORT=9090: /ping 200 on 9090"
+  else
+    show_logs "$container"
+    fail "SAGEMAKER_BIND_TO_PORT=9090: no 200 on /ping at port 9090"
+    record "bind-to-port" "FAILED"
+  fi
+  docker rm -f "$container" >/dev/null 2>&1 || true
+}
+
+# --- main ---------------------------------------------------------------------------------------
+
+main() {
+  local started trained=()
+  started="$(now)"
+  ensure_engine
+  build_image
+  check_image
+  for algorithm in xgboost kmeans; do
+    if train "$algorithm"; then trained+=("$algorithm"); fi
+  done
+  train_must_fail
+  for algorithm in "${trained[@]+"${trained[@]}"}"; do
+    serve_and_check "$algorithm"
+  done
+  if [[ " ${trained[*]+"${trained[*]}"} " == *" kmeans "* ]]; then bind_to_port; fi
+
+  echo
+  echo "================ container_test summary ================"
+  echo "image                  $image"
+  printf '%s\n' "${summary[@]}"
+  echo "total time             $(elapsed "$started" "$(now)") s"
+  if [ "$failures" -eq 0 ]; then
+    echo "RESULT                 PASS"
+  else
+    echo "RESULT                 FAIL ($failures failure(s); see FAIL lines above)"
+  fi
+  echo "========================================================"
+  [ "$failures" -eq 0 ]
+}
+
+main "$@"
