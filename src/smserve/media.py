@@ -135,6 +135,7 @@ def negotiate(accept: str | None, offers: Sequence[str], default: str) -> str:
     then to ``default``, then to the order of ``offers``. Raises NotAcceptable when no offer
     has a quality above zero.
     """
+    default = canonical(default)  # e.g. SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT=Application/JSON
     ranges = parse_accept(accept) if accept else []
     if not ranges or _is_wildcard_only(ranges):
         return default

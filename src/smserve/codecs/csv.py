@@ -1,0 +1,144 @@
+"""text/csv: rows of features in, one line of outputs per row out.
+
+It owns CSV parsing (fast path and tolerant fallback) and CSV number formatting; the shared
+number parser lives in ``codecs/text.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress
+from operator import methodcaller
+
+import numpy as np
+import numpy.typing as npt
+
+from smserve.codecs.base import TEXT_PARAMETERS
+from smserve.codecs.text import (
+    decode_utf8,
+    first_unparsable,
+    load_numbers,
+    number_tokens,
+    row_cells,
+)
+from smserve.errors import DecodeError
+from smserve.media import CSV, MediaType
+from smserve.types import Batch, FloatArray, Prediction
+
+_SMALLEST_POSITIONAL = 1e-4  # Python's repr switches to exponent notation below this
+
+
+class CsvCodec:
+    """Decodes and encodes ``text/csv``.
+
+    Decoding: one row of features per line, no header, no label column; ``\r\n`` line ends,
+    a trailing newline and blank lines are fine. An empty field is a missing value (NaN), as in
+    SageMaker's built-in XGBoost; spaces around a number are fine, a field of only spaces is
+    not. Numbers are anything numpy parses, including ``nan`` and ``inf``. The ``label_size``
+    parameter may be ``0`` or ``1``: clients send either for a body of features only, and both
+    mean exactly that. Errors name a 1-based row (the line number in the body, blank lines
+    counted) and a 1-based column.
+
+    Encoding: one line per row, ``\\n``-terminated, outputs in Prediction order. A single
+    vector output (n, k) writes its k values comma-separated; with several outputs a vector is
+    one double-quoted Python list (``1,"[0.4, 0.6]"``). Floats are written as Python's ``repr``
+    of the float64 they promote to (``0.7338520884513855``, ``1.0``, ``nan``), integers as
+    integers, booleans as 0 and 1.
+    """
+
+    media_type = CSV
+    parameters: Mapping[str, frozenset[str] | None] = {
+        **TEXT_PARAMETERS,
+        "label_size": frozenset({"0", "1"}),
+    }
+
+    def decode(self, body: bytes, media: MediaType) -> Batch:
+        text = decode_utf8(body, CSV)
+        if not text.strip():
+            raise DecodeError("text/csv: the body is empty; send one row of features per line")
+        try:
+            features = load_numbers(text, ",", np.float32)
+        except ValueError:  # empty fields, lines of only spaces, or a real error
+            features = _decode_tolerant(text)
+        return Batch(np.ascontiguousarray(features, dtype=np.float32))
+
+    def encode(self, prediction: Prediction) -> bytes:
+        if prediction.n_rows == 0:
+            return b""
+        outputs = [array for _, array in prediction.items()]
+        if len(outputs) == 1:
+            lines: Iterable[bytes] = _cells(outputs[0], quoted=False)
+        else:
+            lines = map(
+                b",".join, zip(*(_cells(array, quoted=True) for array in outputs), strict=True)
+            )
+        return b"\n".join(lines) + b"\n"
+
+
+def _decode_tolerant(text: str) -> FloatArray:
+    """The slow path: blank lines dropped, missing fields made ``nan``, errors located."""
+    stripped = list(map(str.strip, text.split("\n")))
+    nonblank = np.fromiter(map(bool, stripped), dtype=bool, count=len(stripped))
+    line_numbers = np.flatnonzero(nonblank) + 1
+    rows = list(compress(stripped, nonblank))
+    width = _check_rectangular(rows, line_numbers)
+    patched = _fill_missing("\n".join(rows))
+    try:
+        return load_numbers(patched, ",", np.float32)
+    except ValueError:
+        raise _bad_cell(patched, line_numbers, width) from None
+
+
+def _fill_missing(text: str) -> str:
+    """``text`` (stripped, non-blank rows joined by newlines) with ``nan`` in empty fields."""
+    for _ in range(2):  # non-overlapping: ",,,," needs a second pass for its middle field
+        text = text.replace(",,", ",nan,")
+    text = text.replace("\n,", "\nnan,").replace(",\n", ",nan\n")
+    text = "nan" + text if text.startswith(",") else text
+    return text + "nan" if text.endswith(",") else text
+
+
+def _check_rectangular(rows: Sequence[str], line_numbers: npt.NDArray[np.intp]) -> int:
+    """The column count shared by every row; raises DecodeError naming a ragged row."""
+    commas = np.fromiter(map(methodcaller("count", ","), rows), dtype=np.intp, count=len(rows))
+    ragged = np.flatnonzero(commas != commas[0])
+    if ragged.size:
+        row = ragged[0]
+        raise DecodeError(
+            f"text/csv: row {line_numbers[row]} has {commas[row] + 1} columns but row "
+            f"{line_numbers[0]} has {commas[0] + 1}; every row needs the same number of columns"
+        )
+    return int(commas[0]) + 1
+
+
+def _bad_cell(patched: str, line_numbers: npt.NDArray[np.intp], width: int) -> DecodeError:
+    cells = patched.replace("\n", ",").split(",")
+    index = first_unparsable(cells, ",")
+    if index is None:  # the parser disagreed with itself; say what we can
+        return DecodeError("text/csv: the body could not be parsed as rows of numbers")
+    row, column = divmod(index, width)
+    return DecodeError(
+        f"text/csv: row {line_numbers[row]}, column {column + 1}: "
+        f"could not convert {cells[index]!r} to a number"
+    )
+
+
+def _cells(array: np.ndarray, quoted: bool) -> list[bytes]:
+    """One CSV cell per row: a number, k comma-separated numbers, or a quoted Python list."""
+    tokens = number_tokens(array)
+    if array.dtype.kind == "f":
+        _patch_floats(tokens, np.ascontiguousarray(array, dtype=np.float64).reshape(-1))
+    if quoted:
+        return row_cells(array, tokens, b", ", b'"[%b]"')
+    return row_cells(array, tokens, b",")
+
+
+def _patch_floats(tokens: list[bytes], flat: npt.NDArray[np.float64]) -> None:
+    """Make orjson's float text ``repr``'s: it has the same shortest round-trip digits but
+    writes null for nan/inf, and ``0.000015`` or ``1e-7`` (not ``1.5e-05``, ``1e-07``) between
+    1e-9 and 1e-4; the tests pin this against ``repr``."""
+    magnitude = np.abs(flat)
+    odd = ~np.isfinite(flat) | ((magnitude < _SMALLEST_POSITIONAL) & (magnitude > 0))
+    where = np.flatnonzero(odd)
+    for index, value in zip(where.tolist(), flat[where].tolist(), strict=True):
+        tokens[index] = repr(value).encode()

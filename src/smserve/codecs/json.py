@@ -1,0 +1,88 @@
+"""application/json: ``{"instances": [...]}`` (or bare rows) in, ``{"predictions": [...]}`` out.
+
+It owns the request document's outer shape and the prediction objects; the instance forms
+are parsed in ``codecs/instances.py``, shared with application/jsonlines.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from smserve.codecs.base import TEXT_PARAMETERS
+from smserve.codecs.instances import batch_from_instances
+from smserve.codecs.text import number_tokens, row_cells
+from smserve.errors import DecodeError, InvalidInput
+from smserve.media import JSON, MediaType
+from smserve.types import Batch, Prediction
+
+BOM = b"\xef\xbb\xbf"
+
+
+class JsonCodec:
+    """Decodes and encodes ``application/json``.
+
+    Decoding accepts ``{"instances": [instance, ...]}`` with the instance forms of
+    ``codecs/instances.py``, the SageMaker SDK ``JSONSerializer``'s bare ``[[...], [...]]``,
+    and a flat ``[...]`` as one row. Errors name the 0-based instance: ``instances[2]``.
+
+    Encoding writes ``{"predictions": [{name: value, ...}, ...]}`` with names in Prediction
+    order. Floats are promoted to float64 (``1.0``, ``0.7338520884513855``), vectors become
+    lists, integers stay integers, booleans become 0/1; NaN and infinities are written as
+    ``null`` so the body is strict JSON.
+    """
+
+    media_type = JSON
+    parameters = TEXT_PARAMETERS
+
+    def decode(self, body: bytes, media: MediaType) -> Batch:
+        instances = _instances(parse_json(body.removeprefix(BOM), JSON))
+        return batch_from_instances(instances, JSON, "instances[{}]".format)
+
+    def encode(self, prediction: Prediction) -> bytes:
+        return b'{"predictions":[' + b",".join(prediction_objects(prediction)) + b"]}"
+
+
+def parse_json(text: bytes, media_type: str) -> Any:
+    """orjson.loads, with its message in a DecodeError."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise DecodeError(f"{media_type}: invalid JSON: {exc}") from None
+
+
+def _instances(document: Any) -> list[Any]:
+    if isinstance(document, dict):
+        if "instances" not in document:
+            raise DecodeError(
+                'application/json: expected {"instances": [...]} or a list of rows; '
+                f"the object has {', '.join(map(repr, list(document)[:5])) or 'no members'}"
+            )
+        instances = document["instances"]
+        if not isinstance(instances, list):
+            raise DecodeError('application/json: "instances" must be a list')
+    elif isinstance(document, list):
+        rows = not document or isinstance(document[0], list | dict)
+        instances = document if rows else [document]
+    else:
+        raise DecodeError('application/json: expected {"instances": [...]} or a list of rows')
+    if not instances:
+        raise InvalidInput("application/json: there are no instances; send at least one row")
+    return instances
+
+
+def prediction_objects(prediction: Prediction) -> list[bytes]:
+    """Each row's outputs as the text of one JSON object, keys in Prediction order.
+
+    Each output is formatted by one orjson call and the objects are filled in from a bytes
+    template, so there is no per-row serialiser call.
+    """
+    if prediction.n_rows == 0:
+        return []
+    keys = (orjson.dumps(name).replace(b"%", b"%%") for name in prediction.names)
+    template = b"{" + b",".join(key + b":%b" for key in keys) + b"}"
+    columns = [
+        row_cells(array, number_tokens(array), b",", b"[%b]") for _, array in prediction.items()
+    ]
+    return list(map(template.__mod__, zip(*columns, strict=True)))
