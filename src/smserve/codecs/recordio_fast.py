@@ -137,7 +137,7 @@ def _same_label_heads(frames: npt.NDArray[np.void], layout: Layout) -> bool:
 
 
 def _to_float32(values: npt.NDArray[np.floating]) -> FloatArray:
-    with np.errstate(over="ignore"):  # float64 beyond float32 range -> inf, as the general path
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond float32 -> inf; NaN stays NaN
         return np.array(values, dtype=np.float32, order="C")
 
 

@@ -172,7 +172,7 @@ def _common_width(rows: Sequence[Row], records: Sequence[Located]) -> int:
 
 
 def _to_float32(values: npt.NDArray[np.float64]) -> FloatArray:
-    with np.errstate(over="ignore"):  # beyond float32 range -> inf, as numpy casts do
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond float32 -> inf; NaN stays NaN
         return values.astype(np.float32)
 
 
