@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from smserve.algorithms.base import Algorithm
 from smserve.codecs import CodecRegistry
 from smserve.config import Settings
+from smserve.errors import ConfigError
+from smserve.media import canonical
 from smserve.types import Batch, Prediction
 
 
@@ -27,7 +29,7 @@ class InferenceService:
     def __init__(self, algorithm: Algorithm, registry: CodecRegistry, settings: Settings) -> None:
         self.algorithm = algorithm
         self.registry = registry
-        self.default_accept = settings.default_accept or algorithm.default_accept
+        self.default_accept = _default_accept(settings, algorithm, registry)
 
     def invoke(self, body: bytes, content_type: str | None, accept: str | None) -> Reply | None:
         """Answer one request; None means there was nothing to predict (HTTP 204)."""
@@ -42,3 +44,17 @@ class InferenceService:
 
     def predict(self, batch: Batch) -> Prediction:
         return self.algorithm.predict(batch)
+
+
+def _default_accept(settings: Settings, algorithm: Algorithm, registry: CodecRegistry) -> str:
+    """The response type for a missing or ``*/*`` Accept; a type no encoder writes is a
+    startup error rather than a 500 on every such request."""
+    if settings.default_accept is None:
+        return algorithm.default_accept
+    accept = canonical(settings.default_accept.partition(";")[0])
+    if accept not in registry.offers:
+        raise ConfigError(
+            f"SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT={settings.default_accept!r} is not a type "
+            f"the server writes; use one of: {', '.join(registry.offers)}"
+        )
+    return accept

@@ -7,7 +7,7 @@ import pytest
 
 from smserve.codecs import CodecRegistry
 from smserve.config import Settings
-from smserve.errors import DecodeError, NotAcceptable, UnsupportedMediaType
+from smserve.errors import ConfigError, DecodeError, NotAcceptable, UnsupportedMediaType
 from smserve.media import CSV, JSON
 from smserve.service import InferenceService
 from tests.fakes import EchoAlgorithm, FakeCsvCodec, FakeJsonCodec
@@ -85,3 +85,25 @@ def test_decode_errors_propagate(service: InferenceService, algorithm: EchoAlgor
     with pytest.raises(DecodeError):
         service.invoke(b"1,x", "text/csv", None)
     assert algorithm.calls == 0
+
+
+@pytest.mark.parametrize("value", ["text/plain", "application/x-npy", "image/*"])
+def test_default_accept_the_server_cannot_write_is_a_startup_error(
+    csv_codec: FakeCsvCodec, value: str
+) -> None:
+    registry = CodecRegistry([csv_codec], [csv_codec, FakeJsonCodec()])
+    settings = Settings(default_accept=value)
+    with pytest.raises(ConfigError, match="SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT"):
+        InferenceService(EchoAlgorithm(), registry, settings)
+
+
+def test_default_accept_is_matched_case_insensitively_and_without_parameters(
+    csv_codec: FakeCsvCodec,
+) -> None:
+    registry = CodecRegistry([csv_codec], [csv_codec, FakeJsonCodec()])
+    service = InferenceService(
+        EchoAlgorithm(), registry, Settings(default_accept="Application/JSON; verbose=True")
+    )
+    reply = service.invoke(b"1,2", CSV, None)
+    assert reply is not None
+    assert reply.media_type == JSON

@@ -31,17 +31,28 @@ class JsonCodec:
     order. Floats are promoted to float64 (``1.0``, ``0.7338520884513855``), vectors become
     lists, integers stay integers, booleans become 0/1; NaN and infinities are written as
     ``null`` so the body is strict JSON.
+
+    With ``one_per_line`` (Batch Transform, ``SAGEMAKER_BATCH=true``) it writes one prediction
+    object per line instead, so a response has exactly one line per input record and
+    ``SplitType=Line``/``AssembleWith=Line`` (and ``JoinSource=Input``) line up whatever the
+    Accept; each line is a JSON document, as with JSON Lines.
     """
 
     media_type = JSON
     parameters = TEXT_PARAMETERS
+
+    def __init__(self, one_per_line: bool = False) -> None:
+        self.one_per_line = one_per_line
 
     def decode(self, body: bytes, media: MediaType) -> Batch:
         instances = _instances(parse_json(body.removeprefix(BOM), JSON))
         return batch_from_instances(instances, JSON, "instances[{}]".format)
 
     def encode(self, prediction: Prediction) -> bytes:
-        return b'{"predictions":[' + b",".join(prediction_objects(prediction)) + b"]}"
+        objects = prediction_objects(prediction)
+        if self.one_per_line:
+            return b"".join(line + b"\n" for line in objects)
+        return b'{"predictions":[' + b",".join(objects) + b"]}"
 
 
 def parse_json(text: bytes, media_type: str) -> Any:

@@ -336,3 +336,10 @@ def test_encode_matches_a_python_reference(scalar: np.ndarray, row: np.ndarray, 
     )
     expected = [dict(zip(outputs, map(expected_value, values), strict=True)) for values in rows]
     assert orjson.loads(encode(**outputs)) == {"predictions": expected}
+
+
+def test_one_per_line_writes_one_object_per_row_for_batch_transform() -> None:
+    prediction = Prediction({"score": np.array([0.5, np.nan], dtype=np.float32)})
+    body = JsonCodec(one_per_line=True).encode(prediction)
+    assert body == b'{"score":0.5}\n{"score":null}\n'
+    assert [orjson.loads(line) for line in body.splitlines()] == [{"score": 0.5}, {"score": None}]
