@@ -29,7 +29,8 @@ def error_of(response: TestResponse) -> str:
     assert response.headers["Content-Type"] == "application/json"
     assert response.headers["Content-Length"] == str(len(response.data))
     body = response.get_json()
-    assert set(body) == {"error"}
+    assert set(body) == {"error", "message"}
+    assert body["message"] == body["error"]  # for botocore, which reads only "message"
     assert "Traceback" not in body["error"]
     message: str = body["error"]
     return message

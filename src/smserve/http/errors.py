@@ -37,8 +37,13 @@ def register_error_handlers(app: Flask) -> None:
 
 
 def error_response(status: int, message: str, headers: Iterable[tuple[str, str]] = ()) -> Response:
-    """The JSON error envelope; Content-Length is set because the body is bytes."""
-    body = json.dumps({"error": message}).encode()
+    """The JSON error envelope; Content-Length is set because the body is bytes.
+
+    ``message`` repeats ``error`` because botocore reads a JSON error's text only from a
+    ``message`` key: with it, boto3 and the SageMaker SDK pointed at the container show our
+    message in ``ClientError`` instead of an empty string.
+    """
+    body = json.dumps({"error": message, "message": message}).encode()
     return Response(body, status=status, content_type=JSON, headers=list(headers))
 
 
