@@ -22,6 +22,8 @@ BATCH_STRATEGIES = ("MULTI_RECORD", "SINGLE_RECORD")
 # Named here because ``cls.model_dir`` on a slots dataclass is a member descriptor, not the default.
 DEFAULT_MODEL_DIR = Path("/opt/ml/model")
 DEFAULT_MODELS_DIR = Path("/opt/ml/models")
+DEFAULT_TRAINING_BASE_DIR = Path("/opt/ml")
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +117,50 @@ class Settings:
         return self.max_payload_bytes // MIB
 
 
+@dataclass(frozen=True, slots=True)
+class TrainingSettings:
+    """Settings of ``smserve train``: the SageMaker training layout under ``base_dir`` (each
+    path overridable) and the training options. Field comments name the variables."""
+
+    config_dir: Path  # SM_INPUT_CONFIG_DIR (default: <base>/input/config)
+    data_dir: Path  # <base>/input/data, base from SMSERVE_TRAINING_BASE_DIR (default /opt/ml)
+    model_dir: Path  # SM_MODEL_DIR (default: <base>/model)
+    output_dir: Path  # SM_OUTPUT_DIR (default: <base>/output); holds ``failure``
+    channel_dirs: Mapping[str, Path]  # SM_CHANNEL_<NAME> (default: <data_dir>/<name>)
+    algorithm: str | None = None  # SMSERVE_ALGORITHM (None: hyperparameter or xgboost)
+    libsvm_index_base: str = "0"  # SMSERVE_LIBSVM_INDEX_BASE, as when serving
+    log_level: str = "info"  # SMSERVE_LOG_LEVEL
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> TrainingSettings:
+        """Raises ConfigError naming the variable when a value is invalid."""
+        env = _Reader(os.environ if environ is None else environ)
+        paths = cls.layout(env)
+        return cls(
+            **paths,
+            algorithm=env.optional_choice("SMSERVE_ALGORITHM", ALGORITHMS),
+            libsvm_index_base=env.choice("SMSERVE_LIBSVM_INDEX_BASE", "0", LIBSVM_INDEX_BASES),
+            log_level=env.choice("SMSERVE_LOG_LEVEL", "info", LOG_LEVELS),
+        )
+
+    @staticmethod
+    def output_dir_of(environ: Mapping[str, str]) -> Path:
+        """Where ``failure`` goes, even when other settings are invalid."""
+        output_dir: Path = TrainingSettings.layout(_Reader(environ))["output_dir"]
+        return output_dir
+
+    @staticmethod
+    def layout(env: _Reader) -> dict[str, Any]:
+        base = env.path("SMSERVE_TRAINING_BASE_DIR", DEFAULT_TRAINING_BASE_DIR)
+        return {
+            "config_dir": env.path("SM_INPUT_CONFIG_DIR", base / "input" / "config"),
+            "data_dir": base / "input" / "data",
+            "model_dir": env.path("SM_MODEL_DIR", base / "model"),
+            "output_dir": env.path("SM_OUTPUT_DIR", base / "output"),
+            "channel_dirs": env.prefixed_paths("SM_CHANNEL_"),
+        }
+
+
 def _max_payload_bytes(env: _Reader) -> int:
     # The platform sets SAGEMAKER_MAX_PAYLOAD_IN_MB for Batch Transform, so it wins; the
     # XGBoost container's MAX_CONTENT_LENGTH (bytes) is honoured when it is absent.
@@ -202,3 +248,11 @@ class _Reader:
 
     def path(self, name: str, default: Path) -> Path:
         return self.optional_path(name) or default
+
+    def prefixed_paths(self, prefix: str) -> dict[str, Path]:
+        """``{suffix.lower(): path}`` for every non-empty ``<prefix><SUFFIX>`` variable."""
+        return {
+            key[len(prefix) :].lower(): Path(value.strip())
+            for key, value in self._environ.items()
+            if key.startswith(prefix) and value.strip()
+        }

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from smserve.config import MIB, Settings
+from smserve.config import MIB, Settings, TrainingSettings
 from smserve.errors import ConfigError
 
 
@@ -118,3 +118,27 @@ def test_replace_applies_known_fields_only() -> None:
     assert settings.port == 1234
     with pytest.raises(TypeError, match="prot"):
         settings.replace(prot=1)
+
+
+def test_training_settings_resolve_the_sagemaker_layout_and_overrides() -> None:
+    settings = TrainingSettings.from_env(
+        {
+            "SMSERVE_TRAINING_BASE_DIR": "/job",
+            "SM_MODEL_DIR": "/out/model",
+            "SM_CHANNEL_TRAIN": "/data/train",
+            "SM_CHANNEL_VALIDATION": " ",
+            "SMSERVE_ALGORITHM": "KMeans",
+        }
+    )
+    assert settings.config_dir == Path("/job/input/config")
+    assert settings.data_dir == Path("/job/input/data")
+    assert settings.model_dir == Path("/out/model")
+    assert settings.output_dir == Path("/job/output")
+    assert settings.channel_dirs == {"train": Path("/data/train")}
+    assert settings.algorithm == "kmeans"
+
+
+def test_training_settings_name_the_bad_variable() -> None:
+    with pytest.raises(ConfigError, match="SMSERVE_LIBSVM_INDEX_BASE"):
+        TrainingSettings.from_env({"SMSERVE_LIBSVM_INDEX_BASE": "2"})
+    assert TrainingSettings.output_dir_of({"SM_OUTPUT_DIR": "/o"}) == Path("/o")

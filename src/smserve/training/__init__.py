@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
-from smserve.config import ALGORITHMS, LIBSVM_INDEX_BASES
+from smserve.config import ALGORITHMS, TrainingSettings
+from smserve.errors import ConfigError
 from smserve.training.channels import Channel, load_channels
 from smserve.training.failure import (
     EXIT_CLIENT_ERROR,
@@ -52,11 +53,17 @@ class Trainer(Protocol):
 
 def run(environ: Mapping[str, str]) -> int:
     """Run one training job described by ``environ``; returns the process exit status."""
-    paths = TrainingPaths.from_env(environ)
-    with training_logging(environ.get("SMSERVE_LOG_LEVEL", "info").strip()):
+    try:
+        settings = TrainingSettings.from_env(environ)
+    except ConfigError as exc:
+        failure = TrainingSettings.output_dir_of(environ) / "failure"
+        write_failure(failure, client_reason(TrainingError(str(exc))))
+        return EXIT_CLIENT_ERROR
+    paths = TrainingPaths.from_settings(settings)
+    with training_logging(settings.log_level):
         clear_failure(paths.failure_file)
         try:
-            train(environ, paths)
+            train(settings, paths)
         except TrainingError as exc:
             return _fail(paths, client_reason(exc), EXIT_CLIENT_ERROR)
         except Exception as exc:
@@ -65,37 +72,23 @@ def run(environ: Mapping[str, str]) -> int:
     return EXIT_SUCCESS
 
 
-def train(environ: Mapping[str, str], paths: TrainingPaths) -> None:
+def train(settings: TrainingSettings, paths: TrainingPaths) -> None:
     """Train and save a model; raises TrainingError for a problem with the job's inputs."""
     hp = Hyperparameters.from_file(paths.hyperparameters_file)
-    trainer = _trainer(_algorithm(environ, hp))
-    channels = load_channels(paths, trainer.default_content_type, _libsvm_index_base(environ))
+    trainer = _trainer(_algorithm(settings.algorithm, hp))
+    channels = load_channels(paths, trainer.default_content_type, settings.libsvm_index_base)
     logger.info("training %s on channels %s", trainer.name, ", ".join(channels))
     trainer.train(hp, channels, paths.model_dir)
     logger.info("training complete; model written to %s", paths.model_dir)
 
 
-def _algorithm(environ: Mapping[str, str], hp: Hyperparameters) -> str:
-    from_env = environ.get("SMSERVE_ALGORITHM", "").strip().lower() or None
-    if from_env is not None and from_env not in ALGORITHMS:
-        raise TrainingError(
-            f"SMSERVE_ALGORITHM={from_env!r} must be one of: {', '.join(ALGORITHMS)}"
-        )
+def _algorithm(from_env: str | None, hp: Hyperparameters) -> str:
     from_hp = hp.optional_choice("algorithm", ALGORITHMS)
     if from_env and from_hp and from_env != from_hp:
         raise TrainingError(
             f"hyperparameter algorithm={from_hp!r} contradicts SMSERVE_ALGORITHM={from_env!r}"
         )
     return from_hp or from_env or DEFAULT_ALGORITHM
-
-
-def _libsvm_index_base(environ: Mapping[str, str]) -> str:
-    value = environ.get("SMSERVE_LIBSVM_INDEX_BASE", "").strip().lower() or "0"
-    if value not in LIBSVM_INDEX_BASES:
-        raise TrainingError(
-            f"SMSERVE_LIBSVM_INDEX_BASE={value!r} must be one of: {', '.join(LIBSVM_INDEX_BASES)}"
-        )
-    return value
 
 
 def _trainer(name: str) -> Trainer:

@@ -1,6 +1,5 @@
-"""The SageMaker training layout under ``/opt/ml`` and the environment overrides for it.
-
-Only the mapping given to :func:`TrainingPaths.from_env` is read, never ``os.environ``.
+"""The SageMaker training layout under ``/opt/ml``, as resolved by ``TrainingSettings``
+(which reads the environment overrides below).
 
 ======================================  ==========================================
 path                                    override (first non-empty wins)
@@ -19,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_BASE_DIR = Path("/opt/ml")
+from smserve.config import TrainingSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,14 +32,13 @@ class TrainingPaths:
     channel_overrides: Mapping[str, Path]
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> TrainingPaths:
-        base = _path(environ, "SMSERVE_TRAINING_BASE_DIR") or DEFAULT_BASE_DIR
+    def from_settings(cls, settings: TrainingSettings) -> TrainingPaths:
         return cls(
-            config_dir=_path(environ, "SM_INPUT_CONFIG_DIR") or base / "input" / "config",
-            data_dir=base / "input" / "data",
-            model_dir=_path(environ, "SM_MODEL_DIR") or base / "model",
-            output_dir=_path(environ, "SM_OUTPUT_DIR") or base / "output",
-            channel_overrides=_channel_overrides(environ),
+            config_dir=settings.config_dir,
+            data_dir=settings.data_dir,
+            model_dir=settings.model_dir,
+            output_dir=settings.output_dir,
+            channel_overrides=settings.channel_dirs,
         )
 
     @property
@@ -58,17 +56,3 @@ class TrainingPaths:
     def channel_dir(self, name: str) -> Path:
         """The folder holding channel ``name``'s files."""
         return self.channel_overrides.get(name) or self.data_dir / name
-
-
-def _path(environ: Mapping[str, str], name: str) -> Path | None:
-    value = environ.get(name, "").strip()
-    return Path(value) if value else None
-
-
-def _channel_overrides(environ: Mapping[str, str]) -> dict[str, Path]:
-    prefix = "SM_CHANNEL_"
-    return {
-        key[len(prefix) :].lower(): Path(value.strip())
-        for key, value in environ.items()
-        if key.startswith(prefix) and value.strip()
-    }

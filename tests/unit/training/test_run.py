@@ -5,8 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from smserve.config import DEFAULT_TRAINING_BASE_DIR as DEFAULT_BASE_DIR
+from smserve.config import TrainingSettings
 from smserve.training import run
-from smserve.training.paths import DEFAULT_BASE_DIR, TrainingPaths
+from smserve.training.paths import TrainingPaths
 
 from .training_data import TrainingJob, blobs, to_csv
 
@@ -123,7 +125,7 @@ def test_environment_overrides_each_path(tmp_path: Path) -> None:
 
 
 def test_default_layout_is_opt_ml() -> None:
-    paths = TrainingPaths.from_env({})
+    paths = TrainingPaths.from_settings(TrainingSettings.from_env({}))
     assert paths.hyperparameters_file == DEFAULT_BASE_DIR / "input/config/hyperparameters.json"
     assert paths.channel_dir("train") == DEFAULT_BASE_DIR / "input/data/train"
     assert paths.model_dir == DEFAULT_BASE_DIR / "model"
