@@ -33,7 +33,7 @@ def build_xgboost(model_dir: Path, n_trees: int = 100, depth: int = 6) -> xgb.Bo
     params = {"objective": "binary:logistic", "max_depth": depth, "eta": 0.1, "seed": 0}
     booster = xgb.train(params, xgb.DMatrix(x, label=y), num_boost_round=n_trees)
     model_dir.mkdir(parents=True, exist_ok=True)
-    booster.save_model(model_dir / "xgboost-model")
+    (model_dir / "xgboost-model").write_bytes(booster.save_raw("json"))  # SageMaker's name
     return booster
 
 

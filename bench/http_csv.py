@@ -53,7 +53,9 @@ def kmeans_floor(model_dir: Path) -> Callable[[bytes], bytes]:
     return floor
 
 
-def measure(name: str, model_dir: Path, floor: Callable[[bytes], bytes], args: argparse.Namespace) -> None:
+def measure(
+    name: str, model_dir: Path, floor: Callable[[bytes], bytes], args: argparse.Namespace
+) -> None:
     small, large = harness.csv_body(harness.rows(1)), harness.csv_body(harness.rows(10_000))
     floor_small = harness.timings_ms(lambda: floor(small), args.repeat_small)
     floor_large = harness.timings_ms(lambda: floor(large), args.repeat_large, warmup=2)
@@ -61,7 +63,9 @@ def measure(name: str, model_dir: Path, floor: Callable[[bytes], bytes], args: a
         client = harness.Client(port)
         post = client.post
         assert post(small, "text/csv", "text/csv").count(b"\n") == 1
-        http_small = harness.timings_ms(lambda: post(small, "text/csv", "text/csv"), args.repeat_small)
+        http_small = harness.timings_ms(
+            lambda: post(small, "text/csv", "text/csv"), args.repeat_small
+        )
         http_large = harness.timings_ms(
             lambda: post(large, "text/csv", "text/csv"), args.repeat_large, warmup=2
         )
@@ -85,7 +89,9 @@ def main() -> None:
     parser.add_argument("--repeat-large", type=int, default=20)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        measure("xgboost (100 trees, depth 6)", Path(tmp, "xgb"), xgboost_floor(Path(tmp, "xgb")), args)
+        measure(
+            "xgboost (100 trees, depth 6)", Path(tmp, "xgb"), xgboost_floor(Path(tmp, "xgb")), args
+        )
         measure("k-means (k=10)", Path(tmp, "km"), kmeans_floor(Path(tmp, "km")), args)
 
 

@@ -1,0 +1,71 @@
+"""GPU XGBoost check: the same model served with SMSERVE_XGBOOST_DEVICE=cpu and =cuda must
+give equal predictions (within float32 tolerance), and the script times a large batch on each.
+
+    .venv/bin/python bench/gpu_check.py [--rows 200000] [--trees 300]
+
+Exits 0 after printing SKIPPED when XGBoost sees no GPU (the CPU path is tested in CI);
+exits 1 when the predictions disagree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+import harness  # noqa: E402
+
+from smserve.algorithms import load_algorithm  # noqa: E402
+from smserve.config import Settings  # noqa: E402
+from smserve.errors import ModelLoadError  # noqa: E402
+from smserve.types import Batch  # noqa: E402
+
+
+def timed_ms(call: Callable[[], object], repeat: int) -> list[float]:
+    call()  # warm up (and, on the GPU, move the model there)
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--trees", type=int, default=300)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = Path(tmp)
+        harness.build_xgboost(model_dir, n_trees=args.trees, depth=8)
+        base = Settings(model_dir=model_dir, workers=1)
+        cpu = load_algorithm(base.replace(xgboost_device="cpu"))
+        try:
+            gpu = load_algorithm(base.replace(xgboost_device="cuda"))
+        except ModelLoadError as exc:
+            print(f"SKIPPED: no GPU visible to XGBoost ({exc})")
+            return 0
+        batch = Batch(np.ascontiguousarray(harness.rows(args.rows)))
+        cpu_score = cpu.predict(batch).outputs["score"]
+        gpu_score = gpu.predict(batch).outputs["score"]
+        max_diff = float(np.max(np.abs(cpu_score - gpu_score)))
+        equal = bool(np.allclose(cpu_score, gpu_score, rtol=1e-5, atol=1e-6))
+        cpu_ms = statistics.median(timed_ms(lambda: cpu.predict(batch), args.repeat))
+        gpu_ms = statistics.median(timed_ms(lambda: gpu.predict(batch), args.repeat))
+    print(f"rows {args.rows} x {harness.N_FEATURES}, {args.trees} trees depth 8")
+    print(f"max |cpu - gpu| = {max_diff:.3g}  ->  {'EQUAL' if equal else 'DIFFERENT'} (rtol 1e-5)")
+    print(f"cpu {cpu_ms:9.1f} ms   gpu {gpu_ms:9.1f} ms   speed-up {cpu_ms / gpu_ms:6.1f}x")
+    return 0 if equal else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
