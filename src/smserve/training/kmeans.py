@@ -1,20 +1,25 @@
-"""k-means training: scikit-learn's MiniBatchKMeans over the train channel; the centroids go
-to ``model_algo-1`` (float32, k x feature_dim) in the MXNet NDArray format the built-in
-k-means writes.
+"""k-means training, the built-in algorithm's scheme: mini-batch k-means over the train channel
+with more centres than k, reduced to k by a local Lloyd's step; the centroids go to
+``model_algo-1`` (float32, k x feature_dim) in the MXNet NDArray format the built-in writes.
 
-Each epoch shuffles the rows (fixed seed) and feeds them to ``partial_fit`` in mini-batches of
-``mini_batch_size`` rows (at least k); the first batch initialises the centres with
-``init_method``. After each epoch the mean or sum of squared distances to the nearest centre is
-logged per channel (``[epoch]#011train-msd:...``), and the final scores once more in the
-``#train_score (algo-1) : ('msd', ...)`` form. Labels in the data are ignored.
+Each epoch shuffles the rows (fixed seed) and feeds them to scikit-learn's ``MiniBatchKMeans``
+``partial_fit`` in mini-batches of ``mini_batch_size`` rows (at least K); the first batch
+initialises the K = k * ``extra_center_factor`` centres with ``init_method``. The K centres are
+then weighted by the training rows nearest to each and reduced to k (see
+:mod:`smserve.training.kmeans_reduce` for that step and the ``auto`` defaults). After each epoch
+the mean or sum of squared distances to the nearest of the k reduced centres is logged per
+channel (``[epoch]#011train-msd:...``), and the final scores once more in the
+``#train_score (algo-1) : ('msd', ...)`` form. ``half_life_time_size`` is validated but has no
+effect (scikit-learn's mini-batch update does not decay old points). Labels are ignored.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -27,24 +32,24 @@ from smserve.training.channels import TRAIN, Channel
 from smserve.training.data import Dataset, read_channel
 from smserve.training.failure import TrainingError
 from smserve.training.hyperparameters import Hyperparameters
+from smserve.training.kmeans_reduce import (
+    INIT_METHODS,
+    LocalLloyd,
+    center_count,
+    integer_or_auto,
+    reduce_centers,
+)
 from smserve.training.logs import format_final_score, format_scores, metrics
 from smserve.types import Features, FloatArray
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T", bound=np.generic)
 
 MODEL_FILE = "model_algo-1"
 SEED = 0
-INIT_METHODS = {"random": "random", "kmeans++": "k-means++"}
 EVAL_METRICS = ("msd", "ssd")
-IGNORED = (
-    "extra_center_factor",
-    "half_life_time_size",
-    "local_lloyd_init_method",
-    "local_lloyd_max_iter",
-    "local_lloyd_num_trials",
-    "local_lloyd_tol",
-)
 DISTANCE_CHUNK_ROWS = 65536
+DISTANCE_CHUNK_CELLS = 1 << 22  # rows x centres per chunk: 32 MiB of float64 distances
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,8 @@ class KMeansConfig:
     epochs: int = 1
     mini_batch_size: int = 5000
     eval_metrics: tuple[str, ...] = ("msd",)
+    extra_center_factor: int | None = None  # None: auto
+    local_lloyd: LocalLloyd = field(default_factory=LocalLloyd)
 
     @classmethod
     def from_hyperparameters(cls, hp: Hyperparameters) -> KMeansConfig:
@@ -67,9 +74,16 @@ class KMeansConfig:
             epochs=hp.integer("epochs", cls.epochs, minimum=1),
             mini_batch_size=hp.integer("mini_batch_size", cls.mini_batch_size, minimum=1),
             eval_metrics=_eval_metrics(hp),
+            extra_center_factor=integer_or_auto(hp, "extra_center_factor"),
+            local_lloyd=LocalLloyd.from_hyperparameters(hp),
         )
-        hp.ignore(IGNORED)
+        _check_half_life(hp)
         return config
+
+
+def _check_half_life(hp: Hyperparameters) -> None:
+    if hp.integer("half_life_time_size", 0, minimum=0):
+        logger.info("hyperparameter half_life_time_size is accepted but has no effect here")
 
 
 def _eval_metrics(hp: Hyperparameters) -> tuple[str, ...]:
@@ -116,21 +130,47 @@ def fit(config: KMeansConfig, data: Mapping[str, Dataset]) -> FloatArray:
     train = data[TRAIN]
     if train.n_rows < config.k:
         raise TrainingError(f"k={config.k} is more than the {train.n_rows} training rows")
-    model = _model(config)
+    n_centers = center_count(config.k, config.extra_center_factor, train.n_rows)
+    _log_plan(config, n_centers)
+    model = _model(config, n_centers)
     rng = np.random.default_rng(SEED)
+    centers: np.ndarray = np.empty((0, config.feature_dim))
     scores: dict[str, float] = {}
     for epoch in range(config.epochs):
-        for rows in _batches(train.n_rows, max(config.mini_batch_size, config.k), rng):
+        for rows in _batches(train.n_rows, max(config.mini_batch_size, n_centers), rng):
             model.partial_fit(train.features[rows])
-        scores = evaluate(model.cluster_centers_, data, config.eval_metrics)
+        centers = final_centers(model.cluster_centers_, train.features, config)
+        scores = evaluate(centers, data, config.eval_metrics)
         metrics.info(format_scores(epoch, scores))
     _log_final(scores)
-    return np.ascontiguousarray(model.cluster_centers_, dtype=np.float32)
+    return np.ascontiguousarray(centers, dtype=np.float32)
 
 
-def _model(config: KMeansConfig) -> MiniBatchKMeans:
+def final_centers(centers: np.ndarray, features: Features, config: KMeansConfig) -> np.ndarray:
+    """The k model centres from the K trained ones: themselves when K == k, else reduced."""
+    if centers.shape[0] == config.k:
+        return centers
+    weights = np.bincount(nearest_centers(features, centers), minlength=centers.shape[0])
+    return reduce_centers(centers, weights, config.k, config.local_lloyd)
+
+
+def _log_plan(config: KMeansConfig, n_centers: int) -> None:
+    logger.info("mini-batch k-means with %d centres for k=%d", n_centers, config.k)
+    if n_centers > config.k:
+        lloyd = config.local_lloyd
+        logger.info(
+            "then reducing them to k by weighted Lloyd's: init %s, %d trial(s), max_iter %d, "
+            "tol %g",
+            lloyd.init_method,
+            lloyd.trials,
+            lloyd.max_iter,
+            lloyd.tol,
+        )
+
+
+def _model(config: KMeansConfig, n_centers: int) -> MiniBatchKMeans:
     return MiniBatchKMeans(
-        n_clusters=config.k,
+        n_clusters=n_centers,
         init=INIT_METHODS[config.init_method],
         n_init=1,  # partial_fit initialises once, from the first mini-batch
         batch_size=config.mini_batch_size,
@@ -160,23 +200,36 @@ def evaluate(
 
 def nearest_squared_distances(features: Features, centers: np.ndarray) -> npt.NDArray[np.float64]:
     """Squared Euclidean distance of each row to its nearest centre, float64 of shape (n,)."""
+    # clip: the expansion can go slightly negative through rounding
+    return _per_row(features, centers, lambda squared: np.maximum(squared.min(axis=1), 0.0))
+
+
+def nearest_centers(features: Features, centers: np.ndarray) -> npt.NDArray[np.intp]:
+    """The index of each row's nearest centre (the lowest on ties), shape (n,)."""
+    return _per_row(features, centers, lambda squared: squared.argmin(axis=1))
+
+
+Pick = Callable[[npt.NDArray[np.float64]], npt.NDArray[T]]
+
+
+def _per_row(features: Features, centers: np.ndarray, pick: Pick[T]) -> npt.NDArray[T]:
+    # In chunks of rows, so the rows x centres distance matrix stays small.
     c = np.asarray(centers, dtype=np.float64)
     c_squared = np.einsum("ij,ij->i", c, c)
+    step = max(1, min(DISTANCE_CHUNK_ROWS, DISTANCE_CHUNK_CELLS // max(1, c.shape[0])))
     parts = [
-        _chunk_distances(features[start : start + DISTANCE_CHUNK_ROWS], c, c_squared)
-        for start in range(0, features.shape[0], DISTANCE_CHUNK_ROWS)
+        pick(_squared_distances(features[start : start + step], c, c_squared))
+        for start in range(0, features.shape[0], step)
     ]
     return np.concatenate(parts)
 
 
-def _chunk_distances(
+def _squared_distances(
     x: Features, c: npt.NDArray[np.float64], c_squared: npt.NDArray[np.float64]
 ) -> npt.NDArray[np.float64]:
     x_squared, cross = _sparse_products(x, c) if sp.issparse(x) else _dense_products(x, c)
-    squared = x_squared[:, None] - 2.0 * cross + c_squared[None, :]
-    # clip: the expansion can go slightly negative through rounding
-    nearest: npt.NDArray[np.float64] = np.maximum(squared.min(axis=1), 0.0)
-    return nearest
+    squared: npt.NDArray[np.float64] = x_squared[:, None] - 2.0 * cross + c_squared[None, :]
+    return squared
 
 
 Products = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]
