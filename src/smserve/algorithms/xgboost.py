@@ -88,6 +88,13 @@ class XGBoost:
     def objective(self) -> str:
         return self.info.objective
 
+    @property
+    def feature_names(self) -> tuple[str, ...] | None:
+        """The booster's feature names (None: it has none); TF Serving's classify and regress
+        map tf.Example features to columns by them."""
+        names = self.members[0].booster.feature_names
+        return tuple(names) if names else None
+
     def predict(self, batch: Batch) -> Prediction:
         """``score`` of shape (n,) or (n, k), float32, or the selected outputs. Raises
         InvalidInput for a column count the model cannot take."""

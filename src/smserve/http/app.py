@@ -7,7 +7,7 @@ from flask import Flask
 from smserve.algorithms import load_algorithm
 from smserve.codecs import default_registry
 from smserve.config import Settings
-from smserve.http import context, sagemaker
+from smserve.http import context, models, sagemaker
 from smserve.http.errors import register_error_handlers
 from smserve.service import InferenceService
 
@@ -22,7 +22,10 @@ def create_app(settings: Settings, service: InferenceService | None = None) -> F
     app = Flask(__name__, static_folder=None)
     # Bodies over the limit are refused with 413, chunked ones included.
     app.config["MAX_CONTENT_LENGTH"] = settings.max_payload_bytes
-    context.install(app, settings, service if service is not None else build_service(settings))
+    # The models (SM_MODEL_DIR, a TF Serving layout or multi-model), /v1 and /models routes;
+    # the router picks the model for each /invocations request.
+    router = models.install(app, settings, service, build_service)
+    context.install(app, settings, router)
     register_error_handlers(app)
     app.register_blueprint(sagemaker.blueprint)
     return app

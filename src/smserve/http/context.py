@@ -6,18 +6,26 @@ The service's presence is the readiness flag that ``/ping`` reports: a worker's 
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from flask import Flask, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from smserve.config import Settings
 from smserve.errors import ModelNotReady
-from smserve.service import InferenceService
+from smserve.service import Reply
 
 SETTINGS_KEY = "smserve.settings"
 SERVICE_KEY = "smserve.service"
 
 
-def install(app: Flask, settings: Settings, service: InferenceService | None) -> None:
+class Invoker(Protocol):
+    """What /invocations calls: an InferenceService, or ``http.models``' router over several."""
+
+    def invoke(self, body: bytes, content_type: str | None, accept: str | None) -> Reply | None: ...
+
+
+def install(app: Flask, settings: Settings, service: Invoker | None) -> None:
     """Attach ``settings`` and ``service`` (None: not ready yet) to ``app``."""
     app.extensions[SETTINGS_KEY] = settings
     app.extensions[SERVICE_KEY] = service
@@ -28,9 +36,9 @@ def current_settings() -> Settings:
     return settings
 
 
-def current_service() -> InferenceService:
+def current_service() -> Invoker:
     """This app's service; raises ModelNotReady (503) while there is none."""
-    service: InferenceService | None = current_app.extensions.get(SERVICE_KEY)
+    service: Invoker | None = current_app.extensions.get(SERVICE_KEY)
     if service is None:
         raise ModelNotReady("the model is not loaded yet; retry shortly")
     return service

@@ -30,8 +30,10 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from smserve.config import Settings
+from smserve.http import models
 from smserve.http.app import build_service, create_app
 from smserve.http.process import call_in_child
+from smserve.repository import runtime
 
 WSGIApp = Callable[..., Any]
 AppFactory = Callable[[], WSGIApp]
@@ -83,6 +85,8 @@ def run(settings: Settings, app_factory: AppFactory | None = None) -> int:
 
     Raises StartupError (ModelLoadError, ConfigError) when the model cannot be loaded.
     """
+    # One run directory (multi-model registry, metrics) shared by every worker forked below.
+    settings = runtime.prepare(settings)
     if app_factory is None:
         # In a child: loading runs OpenMP code, after which this master could not fork.
         call_in_child(check_model, settings)
@@ -96,7 +100,7 @@ def run(settings: Settings, app_factory: AppFactory | None = None) -> int:
 
 def check_model(settings: Settings) -> None:
     """Load the model and drop it; raises StartupError when it cannot be loaded."""
-    build_service(settings)
+    models.check(settings, build_service)
 
 
 def _exit_status(code: object) -> int:

@@ -1,0 +1,214 @@
+"""Multi-model endpoints: the registry of models loaded through ``POST /models``.
+
+Worker consistency. gunicorn runs several worker processes, and a load or unload request
+reaches only one of them. The registry therefore lives in a state file in the server's run
+directory (``mme_state``), the one source of truth:
+
+* load and unload take an exclusive file lock, re-read the file, check (409 already
+  registered, 404 unknown, 507 over the memory budget), load the model in this worker, then
+  write the file, all under the lock, so two workers can never both register one name;
+* before serving any request that names a model (invoke, list, describe, and the TF Serving
+  routes), a worker ``stat``s the file; if it changed, it re-reads it, drops the models it no
+  longer lists and notices re-registered names. A model registered by another worker is
+  loaded here on its first request.
+
+So a model loaded through one worker is served by every worker from the next request on,
+and after an unload no worker answers for it. Each worker holds its own copy of each model.
+
+Memory budget (SMSERVE_MEMORY_BUDGET_MB): a model's size is estimated as the bytes of its
+files (for a ``.tar.gz``, the uncompressed bytes of its members); a load that would take the
+sum over registered models past the budget is refused with 507, so the platform can unload
+something and retry. The budget is per worker: every worker holds every model.
+"""
+
+from __future__ import annotations
+
+import logging
+import tarfile
+import threading
+import uuid
+from pathlib import Path
+
+from smserve.errors import (
+    Conflict,
+    InsufficientStorage,
+    InvalidInput,
+    ModelLoadError,
+    ModelNotFound,
+    ModelNotReady,
+)
+from smserve.repository.loading import ModelLoader, ServedModel
+from smserve.repository.mme_state import Entry, Signature, StateFile
+from smserve.repository.model import latest_not_found, specific_not_found, unknown_label
+from smserve.repository.versions import SINGLE_VERSION, fingerprint
+from smserve.tfserving.status import State, VersionStatus
+
+logger = logging.getLogger(__name__)
+MIB = 1024 * 1024
+
+
+class MultiModelRegistry:
+    """Models registered by name; a ModelSource for the TF Serving API (version 1 each)."""
+
+    def __init__(self, loader: ModelLoader, state_dir: Path) -> None:
+        settings = loader.settings
+        self.loader = loader
+        self.models_dir = settings.models_dir
+        self.budget_bytes = settings.memory_budget_bytes
+        self.state = StateFile(state_dir)
+        self._lock = threading.RLock()
+        self._seen: Signature | None = None
+        self._entries: dict[str, Entry] = {}
+        self._loaded: dict[str, tuple[str, ServedModel]] = {}  # name -> (load id, model)
+        self._failed: dict[str, tuple[str, str]] = {}  # name -> (load id, error)
+
+    # -- the platform's calls ------------------------------------------------------------
+
+    def entries(self) -> dict[str, Entry]:
+        self.sync()
+        return dict(self._entries)
+
+    def entry(self, name: str) -> Entry:
+        entry = self.entries().get(name)
+        if entry is None:
+            raise ModelNotFound(f"Model not found: {name}")
+        return entry
+
+    def load(self, name: str, url: str) -> Entry:
+        """Register and load ``name`` from ``url``; raises Conflict, InsufficientStorage or
+        InvalidInput (a path outside SMSERVE_MODELS_DIR, or files that do not load)."""
+        path = self._resolve(url)
+        size = estimate_bytes(path)
+        with self.state.locked():
+            entries = self.state.read()
+            if name in entries:
+                raise Conflict(f"Model {name} is already registered.")
+            self._check_budget(entries, name, size)
+            entry = Entry(name, url, str(path), size, uuid.uuid4().hex)
+            served = self._load(entry)
+            self.state.write({**entries, name: entry})
+        with self._lock:
+            self._loaded[name] = (entry.load_id, served)
+        logger.info("multi-model: loaded %s from %s (~%d MiB)", name, path, size // MIB)
+        return entry
+
+    def unload(self, name: str) -> None:
+        with self.state.locked():
+            entries = self.state.read()
+            if name not in entries:
+                raise ModelNotFound(f"Model not found: {name}")
+            del entries[name]
+            self.state.write(entries)
+        self.sync()
+        logger.info("multi-model: unloaded %s", name)
+
+    def model(self, name: str) -> ServedModel:
+        """The loaded model ``name``, loading it in this worker on first use."""
+        entry = self.entry(name)
+        with self._lock:
+            loaded = self._loaded.get(name)
+            if loaded is not None and loaded[0] == entry.load_id:
+                return loaded[1]
+            failed = self._failed.get(name)
+            if failed is not None and failed[0] == entry.load_id:
+                raise ModelNotReady(f"Model {name} failed to load in this worker: {failed[1]}")
+            return self._load_here(entry)
+
+    # -- keeping this worker in step -----------------------------------------------------
+
+    def sync(self) -> None:
+        """Re-read the state file if it changed since this worker last read it."""
+        signature = self.state.signature()
+        if signature == self._seen:
+            return
+        with self._lock:
+            entries = self.state.read()
+            self._seen = signature
+            self._entries = entries
+            for name, (load_id, _) in list(self._loaded.items()):
+                if name not in entries or entries[name].load_id != load_id:
+                    del self._loaded[name]
+
+    def _load_here(self, entry: Entry) -> ServedModel:
+        try:
+            served = self._load(entry)
+        except InvalidInput as exc:
+            self._failed[entry.name] = (entry.load_id, exc.message)
+            raise ModelNotReady(f"Model {entry.name} failed to load: {exc.message}") from None
+        self._loaded[entry.name] = (entry.load_id, served)
+        return served
+
+    def _load(self, entry: Entry) -> ServedModel:
+        try:
+            return self.loader.load(entry.name, SINGLE_VERSION, Path(entry.path), None)
+        except ModelLoadError as exc:
+            raise InvalidInput(f"Unable to load model {entry.name}: {exc}") from None
+
+    def _resolve(self, url: str) -> Path:
+        root = self.models_dir.resolve()
+        path = (root / url).resolve()  # an absolute url replaces root
+        if not path.is_relative_to(root):
+            raise InvalidInput(
+                f"url {url!r} is outside the models directory {root} (SMSERVE_MODELS_DIR)"
+            )
+        if not path.exists():
+            raise InvalidInput(f"url {url!r}: {path} does not exist")
+        return path
+
+    def _check_budget(self, entries: dict[str, Entry], name: str, size: int) -> None:
+        if self.budget_bytes is None:
+            return
+        used = sum(e.size_bytes for e in entries.values())
+        if used + size > self.budget_bytes:
+            raise InsufficientStorage(
+                f"Cannot load model {name} (~{_mib(size)} MiB): {_mib(used)} MiB of the "
+                f"{_mib(self.budget_bytes)} MiB budget (SMSERVE_MEMORY_BUDGET_MB) is in use; "
+                "unload a model first"
+            )
+
+    # -- the TF Serving API's view -------------------------------------------------------
+
+    def served(self, name: str, version: int | None, label: str | None) -> ServedModel:
+        if label is not None:
+            raise unknown_label(label)
+        if name not in self.entries():
+            raise latest_not_found(name) if version is None else specific_not_found(name, version)
+        if version is not None and version != SINGLE_VERSION:
+            raise specific_not_found(name, version)
+        return self.model(name)
+
+    def statuses(self, name: str, version: int | None, label: str | None) -> list[VersionStatus]:
+        if name not in self.entries():
+            raise ModelNotFound(f"Could not find any versions of model {name}")
+        if label is not None:
+            raise unknown_label(label)
+        if version is not None and version != SINGLE_VERSION:
+            raise ModelNotFound(f"Could not find version {version} of model {name}")
+        try:
+            self.model(name)
+        except ModelNotReady as exc:
+            return [VersionStatus(SINGLE_VERSION, State.END, "INVALID_ARGUMENT", exc.message)]
+        return [VersionStatus(SINGLE_VERSION, State.AVAILABLE)]
+
+
+def estimate_bytes(path: Path) -> int:
+    """Bytes the model's files take (a tar archive counts its members' uncompressed size)."""
+    files = [path] if path.is_file() else [path / name for name, _, _ in fingerprint(path)]
+    return sum(_uncompressed_bytes(file) for file in files)
+
+
+def _uncompressed_bytes(file: Path) -> int:
+    if file.name.endswith((".tar.gz", ".tgz", ".tar")):
+        try:
+            with tarfile.open(file) as archive:
+                return sum(member.size for member in archive.getmembers() if member.isfile())
+        except (tarfile.TarError, OSError):
+            pass
+    try:
+        return file.stat().st_size
+    except OSError:
+        return 0
+
+
+def _mib(size: int) -> str:
+    return f"{size / MIB:.1f}"

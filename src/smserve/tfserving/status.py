@@ -1,0 +1,89 @@
+"""Model version states and the status and metadata documents (proto3 JSON).
+
+Both print every field, default-valued ones included, with int64 values as strings and one
+space of indentation per level, as protobuf's JSON printer does with whitespace on.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from smserve.tfserving.signatures import Signature, signature_map_json
+
+
+class State(enum.Enum):
+    """ModelVersionStatus.State (the numbers are the proto's)."""
+
+    UNKNOWN = 0
+    START = 10
+    LOADING = 20
+    AVAILABLE = 30
+    UNLOADING = 40
+    END = 50
+
+
+@dataclass(frozen=True, slots=True)
+class VersionStatus:
+    """One version's state; a failed load is END with a non-OK ``error_code``."""
+
+    version: int
+    state: State
+    error_code: str = "OK"
+    error_message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": str(self.version),
+            "state": self.state.name,
+            "status": {"error_code": self.error_code, "error_message": self.error_message},
+        }
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, indent=1, ensure_ascii=False)
+
+
+def status_body(statuses: Iterable[VersionStatus]) -> bytes:
+    """GetModelStatusResponse: versions in descending order."""
+    ordered = sorted(statuses, key=lambda s: s.version, reverse=True)
+    return _dumps({"model_version_status": [s.to_json() for s in ordered]}).encode()
+
+
+def metadata_body(name: str, version: int, signatures: Mapping[str, Signature]) -> bytes:
+    """GetModelMetadataResponse with the signature_def field, assembled as TF Serving does
+    (the model spec and the SignatureDefMap printed separately, then joined)."""
+    spec = {"name": name, "signature_name": "", "version": str(version)}
+    signature_map = _dumps(signature_map_json(signatures))
+    text = (
+        f'{{\n"model_spec":{_dumps(spec)},\n"metadata": {{"signature_def": {signature_map}}}\n}}\n'
+    )
+    return text.encode()
+
+
+_CODES = {
+    200: "OK",
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ALREADY_EXISTS",
+    413: "INVALID_ARGUMENT",
+    415: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    501: "UNIMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+    507: "RESOURCE_EXHAUSTED",
+}
+
+
+def canonical_code(http_status: int) -> str:
+    """The canonical error-code name for an HTTP status (TF Serving's mapping, reversed)."""
+    if http_status in _CODES:
+        return _CODES[http_status]
+    return "OK" if http_status < 400 else "INVALID_ARGUMENT" if http_status < 500 else "INTERNAL"

@@ -1,0 +1,189 @@
+"""Multi-model endpoints: the /models lifecycle with real k-means models, and two apps
+sharing one run directory standing for two gunicorn workers."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from smserve.config import Settings
+from smserve.http.app import create_app
+from smserve.repository import runtime
+
+CSV_ROW = b"0,0,0,0\n"
+
+
+@pytest.fixture
+def models_dir(tmp_path: Path, kmeans_model_dir: Path) -> Path:
+    root = tmp_path / "models"
+    for name in ("alpha", "beta", "gamma"):
+        shutil.copytree(kmeans_model_dir, root / name / "model")
+    return root
+
+
+@pytest.fixture
+def settings(tmp_path: Path, models_dir: Path) -> Settings:
+    base = Settings(multi_model=True, models_dir=models_dir, runtime_dir=tmp_path / "run")
+    return runtime.prepare(base)
+
+
+def worker(settings: Settings) -> FlaskClient:
+    app: Flask = create_app(settings)
+    return app.test_client()
+
+
+@pytest.fixture
+def client(settings: Settings) -> FlaskClient:
+    return worker(settings)
+
+
+def load(client: FlaskClient, name: str, url: str | None = None) -> int:
+    body = {"model_name": name, "url": url or f"{name}/model"}
+    return client.post("/models", json=body).status_code
+
+
+def invoke(client: FlaskClient, name: str) -> int:
+    return client.post(f"/models/{name}/invoke", data=CSV_ROW, content_type="text/csv").status_code
+
+
+def test_lifecycle(client: FlaskClient, models_dir: Path) -> None:
+    assert client.get("/ping").status_code == 200
+    assert client.get("/models").get_json() == {"models": []}
+    assert load(client, "alpha") == 200
+    response = client.post(
+        "/models", json={"model_name": "alpha", "url": str(models_dir / "alpha/model")}
+    )
+    assert (response.status_code, response.get_json()["error"]) == (
+        409,
+        "Model alpha is already registered.",
+    )
+    assert client.get("/models").get_json() == {
+        "models": [{"modelName": "alpha", "modelUrl": "alpha/model"}]
+    }
+    assert client.get("/models/alpha").get_json() == {
+        "modelName": "alpha",
+        "modelUrl": "alpha/model",
+    }
+    answer = client.post("/models/alpha/invoke", data=CSV_ROW, content_type="text/csv")
+    assert answer.status_code == 200
+    assert answer.headers["X-Model-Version"] == "1"
+    assert client.delete("/models/alpha").get_json() == {"status": 'Model "alpha" unregistered'}
+    after = client.post("/models/alpha/invoke", data=CSV_ROW, content_type="text/csv")
+    assert (after.status_code, after.get_json()["error"]) == (404, "Model not found: alpha")
+    assert client.delete("/models/alpha").status_code == 404
+    assert client.get("/models/alpha").status_code == 404
+
+
+def test_invocations_use_the_target_model_header(client: FlaskClient) -> None:
+    assert load(client, "beta") == 200
+    response = client.post(
+        "/invocations",
+        data=CSV_ROW,
+        content_type="text/csv",
+        headers={"X-Amzn-SageMaker-Target-Model": "beta"},
+    )
+    assert (response.status_code, response.headers["X-Model-Version"]) == (200, "1")
+    unknown = client.post(
+        "/invocations",
+        data=CSV_ROW,
+        content_type="text/csv",
+        headers={"X-Amzn-SageMaker-Target-Model": "nope"},
+    )
+    assert unknown.status_code == 404
+    missing = client.post("/invocations", data=CSV_ROW, content_type="text/csv")
+    assert missing.status_code == 400
+    assert "X-Amzn-SageMaker-Target-Model" in missing.get_json()["error"]
+
+
+def test_loaded_models_answer_the_tf_serving_api(client: FlaskClient) -> None:
+    assert load(client, "beta") == 200
+    predict = client.post("/v1/models/beta:predict", json={"instances": [[0, 0, 0, 0]]})
+    assert predict.status_code == 200
+    assert predict.get_json()["predictions"][0]["closest_cluster"] == 0.0
+    assert (
+        client.get("/v1/models/beta").get_json()["model_version_status"][0]["state"] == "AVAILABLE"
+    )
+    assert client.get("/v1/models/nope").status_code == 404
+
+
+def test_over_the_memory_budget_is_507(tmp_path: Path, models_dir: Path) -> None:
+    size = sum(f.stat().st_size for f in (models_dir / "alpha").rglob("*") if f.is_file())
+    settings = Settings(
+        multi_model=True, models_dir=models_dir, runtime_dir=tmp_path, memory_budget_bytes=size
+    )
+    client = worker(runtime.prepare(settings))
+    assert load(client, "alpha") == 200
+    refused = client.post("/models", json={"model_name": "beta", "url": "beta/model"})
+    assert refused.status_code == 507
+    assert "SMSERVE_MEMORY_BUDGET_MB" in refused.get_json()["error"]
+    assert client.delete("/models/alpha").status_code == 200
+    assert load(client, "beta") == 200
+
+
+def test_pagination(client: FlaskClient) -> None:
+    for name in ("gamma", "alpha", "beta"):
+        assert load(client, name) == 200
+    first = client.get("/models?max_results=2").get_json()
+    assert [m["modelName"] for m in first["models"]] == ["alpha", "beta"]
+    assert first["nextPageToken"] == "beta"
+    second = client.get(f"/models?max_results=2&next_page_token={first['nextPageToken']}")
+    assert second.get_json() == {"models": [{"modelName": "gamma", "modelUrl": "gamma/model"}]}
+    assert client.get("/models?max_results=0").status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"model_name": "x", "url": "/etc"}, "outside the models directory"),
+        ({"model_name": "x", "url": "../../etc"}, "outside the models directory"),
+        ({"model_name": "x", "url": "missing/model"}, "does not exist"),
+        ({"model_name": "", "url": "alpha/model"}, "model_name"),
+        ({"url": "alpha/model"}, "model_name"),
+        ([1, 2], "JSON object"),
+    ],
+)
+def test_bad_load_requests_are_400(client: FlaskClient, body: object, fragment: str) -> None:
+    response = client.post("/models", json=body)
+    assert response.status_code == 400
+    assert fragment in response.get_json()["error"]
+
+
+def test_a_model_that_does_not_load_is_400_and_not_registered(
+    client: FlaskClient, models_dir: Path
+) -> None:
+    (models_dir / "broken").mkdir()
+    (models_dir / "broken" / "model_algo-1").write_bytes(b"not an ndarray")
+    response = client.post("/models", json={"model_name": "broken", "url": "broken"})
+    assert response.status_code == 400
+    assert response.get_json()["error"].startswith("Unable to load model broken")
+    assert client.get("/models").get_json() == {"models": []}
+
+
+def test_workers_stay_consistent(settings: Settings) -> None:
+    first, second = worker(settings), worker(settings)
+    assert load(first, "alpha") == 200
+    assert invoke(second, "alpha") == 200  # loaded in the second worker on first use
+    assert load(second, "alpha") == 409
+    assert second.delete("/models/alpha").status_code == 200
+    assert invoke(first, "alpha") == 404
+    assert first.get("/models").get_json() == {"models": []}
+    assert load(first, "alpha") == 200  # re-registering works, and both see it
+    assert invoke(second, "alpha") == 200
+
+
+def test_concurrent_loads_of_one_name_register_it_once(settings: Settings) -> None:
+    workers = [worker(settings) for _ in range(4)]
+    statuses: list[int] = []
+    threads = [
+        threading.Thread(target=lambda w=w: statuses.append(load(w, "gamma"))) for w in workers
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [200, 409, 409, 409]
