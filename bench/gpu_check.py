@@ -13,8 +13,6 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -26,16 +24,6 @@ from smserve.algorithms import load_algorithm  # noqa: E402
 from smserve.config import Settings  # noqa: E402
 from smserve.errors import ModelLoadError  # noqa: E402
 from smserve.types import Batch  # noqa: E402
-
-
-def timed_ms(call: Callable[[], object], repeat: int) -> list[float]:
-    call()  # warm up (and, on the GPU, move the model there)
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - start) * 1000)
-    return samples
 
 
 def main() -> int:
@@ -59,8 +47,12 @@ def main() -> int:
         gpu_score = gpu.predict(batch).outputs["score"]
         max_diff = float(np.max(np.abs(cpu_score - gpu_score)))
         equal = bool(np.allclose(cpu_score, gpu_score, rtol=1e-5, atol=1e-6))
-        cpu_ms = statistics.median(timed_ms(lambda: cpu.predict(batch), args.repeat))
-        gpu_ms = statistics.median(timed_ms(lambda: gpu.predict(batch), args.repeat))
+        cpu_ms = statistics.median(
+            harness.timings_ms(lambda: cpu.predict(batch), args.repeat, warmup=1)
+        )
+        gpu_ms = statistics.median(
+            harness.timings_ms(lambda: gpu.predict(batch), args.repeat, warmup=1)
+        )
     print(f"rows {args.rows} x {harness.N_FEATURES}, {args.trees} trees depth 8")
     print(f"max |cpu - gpu| = {max_diff:.3g}  ->  {'EQUAL' if equal else 'DIFFERENT'} (rtol 1e-5)")
     print(f"cpu {cpu_ms:9.1f} ms   gpu {gpu_ms:9.1f} ms   speed-up {cpu_ms / gpu_ms:6.1f}x")
