@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from smserve import __version__
 from smserve.config import Settings
@@ -62,6 +63,17 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--workers", type=_positive, help="worker processes (SAGEMAKER_MODEL_SERVER_WORKERS)"
     )
+    serve.add_argument(
+        "--model_config_file",
+        type=Path,
+        help="TF Serving model config, text format (SMSERVE_MODEL_CONFIG_FILE)",
+    )
+    serve.add_argument(
+        "--file_system_poll_wait_seconds",
+        type=float,
+        help="seconds between polls for new versions; 0 disables polling "
+        "(SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS)",
+    )
     serve.set_defaults(run=_serve)
     train = commands.add_parser("train", help="train from /opt/ml/input (SageMaker training)")
     train.set_defaults(run=_train)
@@ -107,7 +119,12 @@ def _start(settings: Settings, demo_kind: str | None) -> int:
 
 def _settings(args: argparse.Namespace) -> Settings:
     settings = Settings.from_env(os.environ)
-    overrides = {"port": args.port, "workers": args.workers}
+    overrides = {
+        "port": args.port,
+        "workers": args.workers,
+        "model_config_file": args.model_config_file,
+        "poll_interval_s": args.file_system_poll_wait_seconds,
+    }
     return settings.replace(**{k: v for k, v in overrides.items() if v is not None})
 
 

@@ -4,6 +4,7 @@ serving paths are tested end to end in tests/process)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +53,14 @@ def test_serve_executable_is_smserve_serve(
         serve_main()
     assert stop.value.code == 0
     assert "usage: smserve serve" in capsys.readouterr().out
+
+
+def test_model_config_file_flag_is_read_and_checked_before_serving(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "models.config"
+    config.write_text('model_config_list { config { name: "m" base_path: "/x" bogus: 1 } }\n')
+    assert main(["serve", "--model_config_file", str(config)]) == 2
+    error = capsys.readouterr().err
+    assert str(config) in error
+    assert "unsupported field(s) bogus" in error
