@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from sagemaker_api import DEFAULT_INSTANCE_TYPE, base_parser, logger, parse_env, run_command
+
+log = logger("batch_transform")
 
 FORMATS: Mapping[str, str] = {"csv": "text/csv", "jsonlines": "application/jsonlines"}
 SPLIT_TYPES = ("Line", "None", "RecordIO")
 BATCH_STRATEGIES = ("MultiRecord", "SingleRecord")
-DEFAULT_INSTANCE_TYPE = "ml.m5.large"
 WAIT_DELAY_S = 30
 WAIT_MAX_ATTEMPTS = 240  # 2 hours
 
@@ -141,26 +144,8 @@ def wait_for_transform(
     return description
 
 
-def parse_env(pairs: Sequence[str]) -> dict[str, str]:
-    """{'A': '1'} from ['A=1']."""
-    environment = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--env expects KEY=VALUE, got {pair!r}")
-        environment[key] = value
-    return environment
-
-
-def log(message: str) -> None:
-    print(f"batch_transform: {message}", file=sys.stderr, flush=True)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--region", help="AWS region (default: from the AWS configuration)")
+    parser = base_parser(__doc__)
     parser.add_argument("--job-name", required=True)
     parser.add_argument("--model-name", required=True, help="an existing SageMaker model")
     parser.add_argument("--input", required=True, help="s3:// prefix of the input files")
@@ -204,20 +189,21 @@ def spec_from_args(args: argparse.Namespace) -> TransformSpec:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    import boto3  # deferred: `--help` works without boto3 installed
+def run(args: argparse.Namespace, connect: Callable[[], Any]) -> str:
+    """Start the job and, unless --no-wait, wait for it; returns the job name."""
+    spec = spec_from_args(args)
+    sagemaker = connect().client("sagemaker")
+    start_transform(sagemaker, spec)
+    if not args.no_wait:
+        wait_for_transform(sagemaker, spec.job_name)
+    return spec.job_name
 
-    try:
-        spec = spec_from_args(args)
-        sagemaker = boto3.Session(region_name=args.region).client("sagemaker")
-        start_transform(sagemaker, spec)
-        if not args.no_wait:
-            wait_for_transform(sagemaker, spec.job_name)
-    except (ValueError, RuntimeError) as error:
-        log(f"error: {error}")
+
+def main(argv: Sequence[str] | None = None) -> int:
+    job_name = run_command(build_parser(), argv, run, log)
+    if job_name is None:
         return 1
-    print(spec.job_name)
+    print(job_name)
     return 0
 
 

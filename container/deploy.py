@@ -23,7 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-DEFAULT_INSTANCE_TYPE = "ml.m5.large"
+from sagemaker_api import DEFAULT_INSTANCE_TYPE, base_parser, logger, parse_env, run_command
+
+log = logger("deploy")
+
 DEFAULT_VARIANT = "AllTraffic"
 WAIT_DELAY_S = 30
 WAIT_MAX_ATTEMPTS = 60  # 30 minutes: image pull + model download + health checks
@@ -175,17 +178,6 @@ def invoke(
     return response["ContentType"], response["Body"].read()
 
 
-def parse_env(pairs: Sequence[str]) -> dict[str, str]:
-    """{'A': '1'} from ['A=1']."""
-    environment = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--env expects KEY=VALUE, got {pair!r}")
-        environment[key] = value
-    return environment
-
-
 def content_type_for(path: Path) -> str:
     """A Content-Type guessed from a payload file's extension (text/csv when unknown)."""
     return {
@@ -198,15 +190,8 @@ def content_type_for(path: Path) -> str:
     }.get(path.suffix.lower(), "text/csv")
 
 
-def log(message: str) -> None:
-    print(f"deploy: {message}", file=sys.stderr, flush=True)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--region", help="AWS region (default: from the AWS configuration)")
+    parser = base_parser(__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
     create = commands.add_parser("create", help="create model, endpoint config and endpoint")
@@ -268,14 +253,8 @@ def run(args: argparse.Namespace, session: Any) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    import boto3  # deferred: `--help` works without boto3 installed
-
-    try:
-        return run(args, boto3.Session(region_name=args.region))
-    except (ValueError, RuntimeError) as error:
-        log(f"error: {error}")
-        return 1
+    code = run_command(build_parser(), argv, lambda args, connect: run(args, connect()), log)
+    return 1 if code is None else code
 
 
 if __name__ == "__main__":

@@ -14,7 +14,10 @@ LOCAL_TEST = REPO / "local_test"
 
 
 def load(path: Path) -> ModuleType:
-    """Import the script at ``path`` under the name ``smserve_script_<stem>`` (cached)."""
+    """Import the script at ``path`` under the name ``smserve_script_<stem>`` (cached).
+
+    As `python path` does, the script's own folder is first on sys.path while it is imported, so
+    its imports of sibling modules (container/sagemaker_api.py) resolve; it is removed after."""
     name = f"smserve_script_{path.stem}"
     if name in sys.modules:
         return sys.modules[name]
@@ -23,5 +26,10 @@ def load(path: Path) -> ModuleType:
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    folder = str(path.parent)
+    sys.path.insert(0, folder)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(folder)
     return module
