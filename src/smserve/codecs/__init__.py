@@ -17,7 +17,8 @@ def default_registry(settings: Settings) -> CodecRegistry:
     from smserve.codecs.libsvm import LibsvmCodec
     from smserve.codecs.recordio import RecordioCodec
 
-    csv, jsonlines = CsvCodec(), JsonLinesCodec()
+    csv = CsvCodec(records_per_line=settings.batch_mode)
+    jsonlines = JsonLinesCodec(records_per_line=settings.batch_mode)
     json = JsonCodec(one_per_line=settings.batch_mode)
     libsvm = LibsvmCodec(index_base=settings.libsvm_index_base)
     recordio = RecordioCodec()

@@ -6,6 +6,7 @@ number parser lives in ``codecs/text.py``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress
 from operator import methodcaller
@@ -15,6 +16,7 @@ import numpy.typing as npt
 
 from smserve.codecs.base import TEXT_PARAMETERS
 from smserve.codecs.text import (
+    blank_line_error,
     decode_utf8,
     first_unparsable,
     load_numbers,
@@ -25,6 +27,7 @@ from smserve.errors import DecodeError
 from smserve.media import CSV, MediaType
 from smserve.types import Batch, FloatArray, Prediction
 
+_BLANK_LINE = re.compile(r"(?:^|\n)[ \t\r]*(?=\n)")  # an empty line before the last
 _SMALLEST_POSITIONAL = 1e-4  # Python's repr switches to exponent notation below this
 
 
@@ -37,7 +40,8 @@ class CsvCodec:
     not. Numbers are anything numpy parses, including ``nan`` and ``inf``. The ``label_size``
     parameter may be ``0`` or ``1``: clients send either for a body of features only, and both
     mean exactly that. Errors name a 1-based row (the line number in the body, blank lines
-    counted) and a 1-based column.
+    counted) and a 1-based column. With ``records_per_line`` (batch mode) a blank line before
+    the last row is a 400 instead, since skipping it would misalign outputs with input lines.
 
     Encoding: one line per row, ``\\n``-terminated, outputs in Prediction order. A single
     vector output (n, k) writes its k values comma-separated; with several outputs a vector is
@@ -52,10 +56,15 @@ class CsvCodec:
         "label_size": frozenset({"0", "1"}),
     }
 
+    def __init__(self, records_per_line: bool = False) -> None:
+        self.records_per_line = records_per_line
+
     def decode(self, body: bytes, media: MediaType) -> Batch:
         text = decode_utf8(body, CSV)
         if not text.strip():
             raise DecodeError("text/csv: the body is empty; send one row of features per line")
+        if self.records_per_line:
+            _check_no_blank_lines(text)
         try:
             features = load_numbers(text, ",", np.float32)
         except ValueError:  # empty fields, lines of only spaces, or a real error
@@ -73,6 +82,12 @@ class CsvCodec:
                 b",".join, zip(*(_cells(array, quoted=True) for array in outputs), strict=True)
             )
         return b"\n".join(lines) + b"\n"
+
+
+def _check_no_blank_lines(text: str) -> None:
+    match = _BLANK_LINE.search(text.rstrip("\r\n \t"))
+    if match is not None:
+        raise blank_line_error(CSV, text.count("\n", 0, match.end()) + 1)
 
 
 def _decode_tolerant(text: str) -> FloatArray:

@@ -14,6 +14,7 @@ import orjson
 from smserve.codecs.base import TEXT_PARAMETERS
 from smserve.codecs.instances import batch_from_instances
 from smserve.codecs.json import BOM, parse_json, prediction_objects
+from smserve.codecs.text import blank_line_error, first_interior_blank_line
 from smserve.errors import DecodeError
 from smserve.media import JSONLINES, MediaType
 from smserve.types import Batch, Prediction
@@ -23,7 +24,9 @@ class JsonLinesCodec:
     """Decodes and encodes ``application/jsonlines``.
 
     Decoding: each non-blank line is one instance (a bare row or an object with
-    ``"features"`` or ``"data"``; forms may be mixed). Errors name the 1-based line.
+    ``"features"`` or ``"data"``; forms may be mixed). Errors name the 1-based line. With
+    ``records_per_line`` (batch mode) a blank line before the last record is a 400, since
+    skipping it would misalign outputs with input lines.
     Encoding: one ``{name: value, ...}`` object per row, each line ``\\n``-terminated, values
     written as by the JSON codec (NaN and infinities as ``null``).
     """
@@ -31,11 +34,17 @@ class JsonLinesCodec:
     media_type = JSONLINES
     parameters = TEXT_PARAMETERS
 
+    def __init__(self, records_per_line: bool = False) -> None:
+        self.records_per_line = records_per_line
+
     def decode(self, body: bytes, media: MediaType) -> Batch:
         lines = body.removeprefix(BOM).split(b"\n")
         nonblank = np.fromiter(map(bool, map(bytes.strip, lines)), dtype=bool, count=len(lines))
         if not nonblank.any():
             raise DecodeError("application/jsonlines: the body is empty; send one row per line")
+        blank = first_interior_blank_line(nonblank) if self.records_per_line else None
+        if blank is not None:
+            raise blank_line_error(JSONLINES, blank)
         line_numbers = (np.flatnonzero(nonblank) + 1).tolist()
         instances = _parse_lines(list(compress(lines, nonblank)), line_numbers)
         return batch_from_instances(instances, JSONLINES, lambda i: f"line {line_numbers[i]}")

@@ -99,3 +99,23 @@ def row_cells(
     groups = zip(*[iter(tokens)] * width, strict=True) if width else [()] * array.shape[0]
     joined = map(separator.join, groups)
     return list(joined) if template == b"%b" else list(map(template.__mod__, joined))
+
+
+def first_interior_blank_line(nonblank: npt.NDArray[np.bool_]) -> int | None:
+    """The 1-based number of the first blank line before the last non-blank one, if any.
+
+    Batch Transform (``SplitType=Line``) needs one output line per input line, so there a
+    blank line inside a body is an error rather than something to skip; trailing ones are fine.
+    """
+    filled = np.flatnonzero(nonblank)
+    if filled.size == 0:
+        return None
+    blanks = np.flatnonzero(~nonblank[: filled[-1]])
+    return int(blanks[0]) + 1 if blanks.size else None
+
+
+def blank_line_error(media_type: str, line: int) -> DecodeError:
+    return DecodeError(
+        f"{media_type}: line {line} is empty; in batch mode every line is a record and gets "
+        "one output line, so remove blank lines (or send each record on its own line)"
+    )

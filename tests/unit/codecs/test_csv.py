@@ -227,3 +227,23 @@ def test_encoded_matrix_decodes_to_the_same_values(matrix: np.ndarray) -> None:
 def test_encode_rejects_non_numeric_outputs() -> None:
     with pytest.raises(TypeError):
         encode(label=np.array(["a", "b"]))
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "rows"),
+    [
+        (b"1,2\n\n3,4\n", 2, 2),
+        (b"\n1,2\n", 1, 1),
+        (b"1,2\r\n \r\n3,4", 2, 2),
+        (b"1,2\n3,4\n\n\n", None, 2),
+    ],
+    ids=["interior", "leading", "crlf-spaces", "trailing-only"],
+)
+def test_batch_mode_refuses_interior_blank_lines(body: bytes, line: int | None, rows: int) -> None:
+    codec = CsvCodec(records_per_line=True)
+    if line is None:
+        assert codec.decode(body, MediaType(CSV)).n_rows == rows
+    else:
+        with pytest.raises(DecodeError, match=f"line {line} is empty"):
+            codec.decode(body, MediaType(CSV))
+    assert CsvCodec().decode(body, MediaType(CSV)).n_rows == rows  # outside batch: skipped

@@ -158,3 +158,16 @@ def test_encode_vectors_and_integers() -> None:
 
 def test_encode_no_rows_is_empty() -> None:
     assert CODEC.encode(Prediction({"x": np.zeros(0, dtype=np.float32)})) == b""
+
+
+def test_batch_mode_refuses_interior_blank_lines() -> None:
+    body = b"[1, 2]\n\n[3, 4]\n\n"
+    with pytest.raises(DecodeError, match="line 2 is empty"):
+        JsonLinesCodec(records_per_line=True).decode(body, MediaType(JSONLINES))
+    assert (
+        JsonLinesCodec(records_per_line=True)
+        .decode(b"[1, 2]\n[3, 4]\n\n", MediaType(JSONLINES))
+        .n_rows
+        == 2
+    )
+    assert JsonLinesCodec().decode(body, MediaType(JSONLINES)).n_rows == 2
