@@ -113,7 +113,8 @@ class Metrics:
             self._counts.requests[(model, status)] += 1
             if latency_us is not None:
                 self._counts.latency[(model, api, "REST")].observe(latency_us)
-        self._dirty.set()
+        if not self._dirty.is_set():  # set() takes a lock and wakes waiters; once is enough
+            self._dirty.set()
         self._ensure_flusher()
 
     def render(self) -> str:

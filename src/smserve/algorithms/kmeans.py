@@ -59,7 +59,7 @@ class KMeans:
         dense input, a missing value."""
         squared = self._squared_distances(batch.features)
         closest = squared.argmin(axis=1)  # lowest index on ties
-        best = np.take_along_axis(squared, closest[:, np.newaxis], axis=1)[:, 0]
+        best = squared[np.arange(closest.size), closest]
         distance = best if self.squared else np.sqrt(best)
         return Prediction(
             {

@@ -73,8 +73,7 @@ class XGBoost:
         output = _output_plan(settings, info)
         device = choose_device(settings.xgboost_device, members[0].booster)
         nthread = threads_per_worker(settings.workers)
-        for member in members:
-            configure(member, device, nthread)
+        members = [configure(m, device, nthread, info.num_features) for m in members]
         logger.info(
             "XGBoost %s, %d model(s), on %s, %d thread(s)", info, len(members), device, nthread
         )
@@ -127,8 +126,11 @@ class XGBoost:
 
 
 def _predict(member: Member, features: Features, margin: bool) -> np.ndarray:
+    booster = member.booster_for(int(features.shape[0]))
     try:
-        result = member.booster.inplace_predict(
+        if member.direct is not None:
+            return member.direct.predict(booster, features, margin)
+        result = booster.inplace_predict(
             features,
             iteration_range=member.iteration_range,
             predict_type="margin" if margin else "value",

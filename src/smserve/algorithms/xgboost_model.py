@@ -9,12 +9,13 @@ import logging
 import os
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import xgboost as xgb
 
 from smserve.algorithms.model_files import is_pickle, unpickle
+from smserve.algorithms.xgboost_direct import DirectPredictor, same_predictions
 from smserve.errors import ModelLoadError
 
 logger = logging.getLogger(__name__)
@@ -24,6 +25,12 @@ logger = logging.getLogger(__name__)
 SUPPORTED_PREFIXES = ("reg:", "binary:", "multi:", "survival:", "rank:")
 SUPPORTED_EXACT = ("count:poisson",)
 _LOG_PREFIX = re.compile(r"^\[[^\]]*\]\s*\S+:\d+:\s*")  # "[12:00:00] src/file.cc:409: "
+# XGBoost's CPU predictor hands rows to its threads in blocks of 64: a batch of at most one
+# block keeps one thread busy whatever nthread says, and waking the others only costs time
+# (and on a busy machine, waiting for a descheduled one). Such batches go to a copy of the
+# booster with nthread=1, unless the model file is so large that a second copy would matter.
+SMALL_BATCH_ROWS = 64
+SINGLE_COPY_MAX_BYTES = 128 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +49,22 @@ class ModelInfo:
 
 @dataclass(frozen=True, slots=True)
 class Member:
-    """One loaded booster and the trees to predict with."""
+    """One loaded booster and the trees to predict with. ``configure`` adds, on cpu,
+    ``single``: a copy of the booster with nthread=1 for batches of at most SMALL_BATCH_ROWS
+    rows (None with one thread anyway or a model file over SINGLE_COPY_MAX_BYTES), and
+    ``direct``: prediction through the C API (see ``xgboost_direct``)."""
 
     path: Path
     booster: xgb.Booster
     iteration_range: tuple[int, int]
+    single: xgb.Booster | None = None
+    direct: DirectPredictor | None = None
+
+    def booster_for(self, n_rows: int) -> xgb.Booster:
+        """The booster for a batch of ``n_rows`` rows."""
+        if self.single is not None and n_rows <= SMALL_BATCH_ROWS:
+            return self.single
+        return self.booster
 
 
 def load_member(path: Path, allow_pickle: bool) -> Member:
@@ -149,6 +167,33 @@ def _cuda_available(probe: xgb.Booster) -> tuple[bool, str]:
     return str(device).startswith("cuda"), "XGBoost sees no GPU"
 
 
-def configure(member: Member, device: str, nthread: int) -> None:
-    """Set the prediction device and thread count once, at load (not per request)."""
+def configure(member: Member, device: str, nthread: int, n_features: int | None) -> Member:
+    """Set the prediction device and thread count once, at load (not per request); on cpu,
+    add the single-threaded copy for small batches and the direct predictor."""
     member.booster.set_param({"device": device, "nthread": nthread})
+    if device != "cpu":
+        return member
+    single = _single_threaded(member, n_features) if nthread > 1 else None
+    boosters = [member.booster] if single is None else [member.booster, single]
+    direct = DirectPredictor.create(boosters, member.iteration_range, n_features)
+    return replace(member, single=single, direct=direct)
+
+
+def _single_threaded(member: Member, n_features: int | None) -> xgb.Booster | None:
+    """A copy of the booster (the model's memory twice) with nthread=1, used only if it
+    predicts bit for bit what the booster does on probe rows."""
+    if not n_features or _file_size(member.path) > SINGLE_COPY_MAX_BYTES:
+        return None
+    single = member.booster.copy()
+    single.set_param({"nthread": 1})
+    if same_predictions(member.booster, single, member.iteration_range, n_features):
+        return single
+    logger.warning("%s: a single-threaded copy predicts differently; not used", member.path)
+    return None
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # gone since it was loaded: the size is unknown, so no copy
+        return SINGLE_COPY_MAX_BYTES + 1

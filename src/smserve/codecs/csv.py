@@ -6,6 +6,7 @@ number parser lives in ``codecs/text.py``.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress
@@ -29,6 +30,7 @@ from smserve.types import Batch, FloatArray, Prediction
 
 _BLANK_LINE = re.compile(r"(?:^|\n)[ \t\r]*(?=\n)")  # an empty line before the last
 _SMALLEST_POSITIONAL = 1e-4  # Python's repr switches to exponent notation below this
+_FEW_VALUES = 16  # outputs up to this many values are checked one by one (a fixed bound)
 
 
 class CsvCodec:
@@ -152,8 +154,16 @@ def _patch_floats(tokens: list[bytes], flat: npt.NDArray[np.float64]) -> None:
     """Make orjson's float text ``repr``'s: it has the same shortest round-trip digits but
     writes null for nan/inf, and ``0.000015`` or ``1e-7`` (not ``1.5e-05``, ``1e-07``) between
     1e-9 and 1e-4; the tests pin this against ``repr``."""
-    magnitude = np.abs(flat)
-    odd = ~np.isfinite(flat) | ((magnitude < _SMALLEST_POSITIONAL) & (magnitude > 0))
-    where = np.flatnonzero(odd)
-    for index, value in zip(where.tolist(), flat[where].tolist(), strict=True):
-        tokens[index] = repr(value).encode()
+    if flat.size <= _FEW_VALUES:  # a small answer: cheaper in Python than five numpy passes
+        where = [i for i, value in enumerate(flat.tolist()) if not _written_alike(value)]
+    else:
+        magnitude = np.abs(flat)
+        odd = ~np.isfinite(flat) | ((magnitude < _SMALLEST_POSITIONAL) & (magnitude > 0))
+        where = np.flatnonzero(odd).tolist()
+    for index in where:
+        tokens[index] = repr(float(flat[index])).encode()
+
+
+def _written_alike(value: float) -> bool:
+    """True when orjson writes ``value`` as ``repr`` does (zero, or finite and >= 1e-4)."""
+    return value == 0 or _SMALLEST_POSITIONAL <= abs(value) < math.inf

@@ -7,7 +7,7 @@ from flask import Flask
 from smserve.algorithms import load_algorithm
 from smserve.codecs import default_registry
 from smserve.config import Settings
-from smserve.http import context, models, sagemaker
+from smserve.http import context, fastpath, models, sagemaker
 from smserve.http.errors import register_error_handlers
 from smserve.service import InferenceService
 
@@ -28,4 +28,6 @@ def create_app(settings: Settings, service: InferenceService | None = None) -> F
     context.install(app, settings, router)
     register_error_handlers(app)
     app.register_blueprint(sagemaker.blueprint)
+    # POST /invocations and GET /ping answered without Flask's per-request machinery.
+    fastpath.install(app)
     return app

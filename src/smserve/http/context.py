@@ -38,7 +38,12 @@ def current_settings() -> Settings:
 
 def current_service() -> Invoker:
     """This app's service; raises ModelNotReady (503) while there is none."""
-    service: Invoker | None = current_app.extensions.get(SERVICE_KEY)
+    return service_of(current_app)
+
+
+def service_of(app: Flask) -> Invoker:
+    """``app``'s service, outside a request context too; raises ModelNotReady (503)."""
+    service: Invoker | None = app.extensions.get(SERVICE_KEY)
     if service is None:
         raise ModelNotReady("the model is not loaded yet; retry shortly")
     return service

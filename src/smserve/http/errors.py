@@ -28,6 +28,7 @@ from smserve.media import JSON
 logger = logging.getLogger(__name__)
 
 INTERNAL_ERROR_MESSAGE = "internal server error"
+DISCONNECTED_MESSAGE = "the request body could not be read completely (did the client disconnect?)"
 
 
 def register_error_handlers(app: Flask) -> None:
@@ -47,12 +48,23 @@ def error_response(status: int, message: str, headers: Iterable[tuple[str, str]]
     return Response(body, status=status, content_type=JSON, headers=list(headers))
 
 
-def _serving_error(exc: ServingError) -> Response:
+def serving_error_response(exc: ServingError, method: str, path: str) -> Response:
+    """The answer to a ServingError raised by ``method path``, logged by its kind."""
     if exc.status == HTTPStatus.INTERNAL_SERVER_ERROR:
-        logger.error("%s %s failed: %s", request.method, request.path, exc.message, exc_info=exc)
+        logger.error("%s %s failed: %s", method, path, exc.message, exc_info=exc)
     else:  # the client's mistake, or a state (503, 507) the status already explains
-        logger.debug("%s %s: %d %s", request.method, request.path, exc.status, exc.message)
+        logger.debug("%s %s: %d %s", method, path, exc.status, exc.message)
     return error_response(exc.status, exc.message)
+
+
+def unexpected_error_response(exc: Exception, method: str, path: str) -> Response:
+    """A 500 with a fixed message; the traceback goes to the log only."""
+    logger.error("%s %s failed", method, path, exc_info=exc)
+    return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, INTERNAL_ERROR_MESSAGE)
+
+
+def _serving_error(exc: ServingError) -> Response:
+    return serving_error_response(exc, request.method, request.path)
 
 
 def _http_error(exc: HTTPException) -> Response:
@@ -72,7 +84,7 @@ def _http_message(exc: HTTPException) -> str:
     if isinstance(exc, RequestEntityTooLarge):
         return _too_large_message()
     if isinstance(exc, ClientDisconnected):
-        return "the request body could not be read completely (did the client disconnect?)"
+        return DISCONNECTED_MESSAGE
     return exc.description or HTTPStatus(exc.code or 500).phrase
 
 
@@ -85,5 +97,4 @@ def _too_large_message() -> str:
 
 
 def _unexpected_error(exc: Exception) -> Response:
-    logger.error("%s %s failed", request.method, request.path, exc_info=exc)
-    return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, INTERNAL_ERROR_MESSAGE)
+    return unexpected_error_response(exc, request.method, request.path)

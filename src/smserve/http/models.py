@@ -135,14 +135,24 @@ def _finish_invocation(response: Response) -> Response:
     if started is None:
         return response
     served: ServedModel | None = g.get("smserve_served")
+    model = served.name if served is not None else _requested_model()
+    return finish_invocation(response, served, model, tfserving.current_metrics(), started)
+
+
+def finish_invocation(
+    response: Response, served: ServedModel | None, model: str, metrics: Metrics, started: float
+) -> Response:
+    """Add X-Model-Version to a success and count the answer (also used by ``http.fastpath``)."""
     if served is not None and response.status_code < 300:
         response.headers[tfserving.VERSION_HEADER] = str(served.version)
-    model = served.name if served is not None else _requested_model()
-    ok = response.status_code < 300
-    latency_us = (time.perf_counter() - started) * 1e6 if ok else None
-    code = canonical_code(response.status_code)
-    tfserving.current_metrics().record(model, code, "invocations", latency_us)
+    count_invocation(metrics, model, response.status_code, started)
     return response
+
+
+def count_invocation(metrics: Metrics, model: str, status: int, started: float) -> None:
+    """Count one answer; its latency (since ``started``, a perf_counter) only for a success."""
+    latency_us = (time.perf_counter() - started) * 1e6 if status < 300 else None
+    metrics.record(model, canonical_code(status), "invocations", latency_us)
 
 
 def _requested_model() -> str:

@@ -1,0 +1,103 @@
+"""The C API predictor and the single-threaded copy give exactly what ``inplace_predict``
+gives: dense and CSR, values and margins, every objective; and without them (an XGBoost
+whose private names differ) the algorithm still answers the same."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import xgboost as xgb
+
+from smserve.algorithms import xgboost_direct
+from smserve.algorithms.xgboost import XGBoost
+from smserve.algorithms.xgboost_direct import DirectPredictor
+from smserve.algorithms.xgboost_model import SMALL_BATCH_ROWS, Member, configure
+from smserve.types import Batch
+
+Trainer = Callable[..., xgb.Booster]
+Saver = Callable[..., Path]
+Loader = Callable[..., XGBoost]
+
+
+def _inplace(booster: xgb.Booster, x: object, margin: bool = False) -> np.ndarray:
+    kind = "margin" if margin else "value"
+    return np.asarray(booster.inplace_predict(x, predict_type=kind, validate_features=False))
+
+
+@pytest.mark.parametrize("objective", ["binary:logistic", "multi:softprob", "reg:squarederror"])
+@pytest.mark.parametrize("margin", [False, True])
+def test_direct_equals_inplace_predict(
+    train: Trainer, model_features: np.ndarray, objective: str, margin: bool
+) -> None:
+    booster = train(objective)
+    predictor = DirectPredictor.create([booster], (0, 0), booster.num_features())
+    assert predictor is not None
+    x = model_features.copy()
+    x[::3, 1] = np.nan
+    for rows in (x[:1], x, sp.csr_matrix(x), sp.csr_matrix(x[:7, :2])):
+        batch = sp.csr_matrix(rows) if sp.issparse(rows) else np.ascontiguousarray(rows)
+        if sp.issparse(batch) and batch.shape[1] < x.shape[1]:
+            batch = sp.csr_matrix(
+                (batch.data, batch.indices, batch.indptr), shape=(batch.shape[0], x.shape[1])
+            )
+        expected = _inplace(booster, batch, margin)
+        got = predictor.predict(booster, batch, margin)
+        assert got.shape == expected.shape
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_best_iteration_range_is_passed(train: Trainer, model_features: np.ndarray) -> None:
+    booster = train("reg:squarederror", rounds=6)
+    predictor = DirectPredictor.create([booster], (0, 3), booster.num_features())
+    assert predictor is not None
+    expected = booster.inplace_predict(model_features, iteration_range=(0, 3))
+    got = predictor.predict(booster, model_features, margin=False)
+    np.testing.assert_array_equal(got, expected)
+    assert not np.array_equal(got, booster.inplace_predict(model_features))
+
+
+def test_results_are_copies(train: Trainer, model_features: np.ndarray) -> None:
+    booster = train("reg:squarederror")
+    predictor = DirectPredictor.create([booster], (0, 0), booster.num_features())
+    assert predictor is not None
+    first = predictor.predict(booster, model_features[:5], margin=False)
+    kept = first.copy()
+    predictor.predict(booster, model_features[5:10], margin=False)
+    np.testing.assert_array_equal(first, kept)  # XGBoost's buffer was reused, not ours
+
+
+def test_configure_adds_the_single_threaded_copy_and_the_predictor(
+    xgb_binary_dir: Path, model_features: np.ndarray, load_xgboost: Loader
+) -> None:
+    booster = xgb.Booster()
+    booster.load_model(bytearray((xgb_binary_dir / "xgboost-model").read_bytes()))
+    member = configure(Member(xgb_binary_dir, booster, (0, 0)), "cpu", 2, 4)
+    assert member.single is not None
+    assert member.direct is not None
+    assert member.booster_for(SMALL_BATCH_ROWS) is member.single
+    assert member.booster_for(SMALL_BATCH_ROWS + 1) is member.booster
+    one = configure(Member(xgb_binary_dir, booster, (0, 0)), "cpu", 1, 4)
+    assert one.single is None
+    assert one.booster_for(1) is booster
+
+
+def test_without_the_private_names_inplace_predict_answers(
+    xgb_multiclass_dir: Path,
+    model_features: np.ndarray,
+    load_xgboost: Loader,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    direct = load_xgboost(xgb_multiclass_dir)
+    monkeypatch.setattr(xgboost_direct, "_AVAILABLE", False)
+    fallback = load_xgboost(xgb_multiclass_dir)
+    assert direct.members[0].direct is not None
+    assert fallback.members[0].direct is None
+    for rows in (model_features[:1], model_features):
+        for batch in (Batch(np.ascontiguousarray(rows)), Batch(sp.csr_matrix(rows))):
+            np.testing.assert_array_equal(
+                direct.predict(batch).outputs["score"], fallback.predict(batch).outputs["score"]
+            )
