@@ -1,4 +1,4 @@
-"""Fixtures for codec tests: the shared public test vectors (read in place, never copied)."""
+"""Fixtures for codec tests: the public test vectors the repository keeps under tests/data."""
 
 from __future__ import annotations
 
@@ -6,13 +6,10 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 
 @pytest.fixture(scope="session")
 def vectors_dir() -> Path:
-    """``../shared/vectors`` next to the repository root; tests using it skip when absent."""
-    path = REPO_ROOT.parent / "shared" / "vectors"
-    if not path.is_dir():
-        pytest.skip(f"shared test vectors not found at {path}")
-    return path
+    """``tests/data``: third-party test vectors, one folder per format (see its READMEs)."""
+    return DATA_DIR
