@@ -11,6 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from smserve.algorithms.base import default_feature_names
 from smserve.codecs import CodecRegistry
 from smserve.codecs.base import TEXT_PARAMETERS
 from smserve.config import Settings
@@ -33,6 +34,10 @@ class EchoAlgorithm:
     @property
     def n_features(self) -> int | None:
         return None
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        return default_feature_names(self.n_features)
 
     def predict(self, batch: Batch) -> Prediction:
         self.calls += 1

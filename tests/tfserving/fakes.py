@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from smserve.algorithms.base import default_feature_names
 from smserve.errors import InvalidInput, ModelNotFound
 from smserve.media import CSV, JSON
 from smserve.tfserving.servable import Servable, build_servable
@@ -36,6 +37,10 @@ class FakeXGBoost:
     def n_features(self) -> int | None:
         return self._n
 
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        return default_feature_names(self.n_features)
+
     def predict(self, batch: Batch) -> Prediction:
         self.calls += 1
         x = np.asarray(batch.features, dtype=np.float32)
@@ -61,6 +66,10 @@ class FakeKMeans:
     @property
     def n_features(self) -> int | None:
         return int(self.centroids.shape[1])
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        return default_feature_names(self.n_features)
 
     def predict(self, batch: Batch) -> Prediction:
         x = np.asarray(batch.features, dtype=np.float32)

@@ -21,4 +21,15 @@ class Algorithm(Protocol):
         """Columns the model expects; None when the artifact does not say."""
         ...
 
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        """One name per column, in column order: the artifact's names, else
+        ``default_feature_names(n_features)``."""
+        ...
+
     def predict(self, batch: Batch) -> Prediction: ...
+
+
+def default_feature_names(n_features: int | None) -> tuple[str, ...]:
+    """``("f0", ..., "f{n-1}")``, XGBoost's names for unnamed columns; () when n is unknown."""
+    return tuple(f"f{i}" for i in range(n_features or 0))

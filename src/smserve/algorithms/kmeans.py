@@ -14,6 +14,7 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from smserve import media
+from smserve.algorithms.base import default_feature_names
 from smserve.algorithms.centroids import Centroids, find_artifact, load_centroids
 from smserve.config import Settings
 from smserve.errors import InvalidInput
@@ -49,6 +50,10 @@ class KMeans:
     @property
     def n_features(self) -> int:
         return int(self.centroids.shape[1])
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        return default_feature_names(self.n_features)
 
     @property
     def n_clusters(self) -> int:

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 import xgboost as xgb
 
 from smserve import media
+from smserve.algorithms.base import default_feature_names
 from smserve.algorithms.model_files import candidate_files
 from smserve.algorithms.xgboost_model import (
     Member,
@@ -88,11 +89,11 @@ class XGBoost:
         return self.info.objective
 
     @property
-    def feature_names(self) -> tuple[str, ...] | None:
-        """The booster's feature names (None: it has none); TF Serving's classify and regress
-        map tf.Example features to columns by them."""
+    def feature_names(self) -> tuple[str, ...]:
+        """The booster's feature names, else ``f0``..``f{n-1}``; TF Serving's classify and
+        regress map tf.Example features to columns by them, columnar decoders map columns."""
         names = self.members[0].booster.feature_names
-        return tuple(names) if names else None
+        return tuple(names) if names else default_feature_names(self.n_features)
 
     def predict(self, batch: Batch) -> Prediction:
         """``score`` of shape (n,) or (n, k), float32, or the selected outputs. Raises

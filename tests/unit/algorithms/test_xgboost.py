@@ -87,6 +87,19 @@ def test_class_attributes(xgb_binary_dir: Path) -> None:
     assert algorithm.n_features == 4
 
 
+def test_feature_names_default_to_f0_onwards(binary: XGBoost) -> None:
+    assert binary.feature_names == ("f0", "f1", "f2", "f3")
+
+
+def test_feature_names_come_from_the_booster(
+    tmp_path: Path, save: Saver, load_xgboost: Loader, model_features: np.ndarray
+) -> None:
+    names = ["age", "income", "tenure", "score"]
+    dtrain = xgb.DMatrix(model_features, label=model_features[:, 0], feature_names=names)
+    save(xgb.train({"nthread": 1}, dtrain, num_boost_round=2), tmp_path)
+    assert load_xgboost(tmp_path).feature_names == tuple(names)
+
+
 def test_ubjson_model_loads(
     tmp_path: Path, train: Trainer, load_xgboost: Loader, model_features: np.ndarray
 ) -> None:
