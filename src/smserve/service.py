@@ -1,7 +1,7 @@
 """InferenceService: negotiate -> decode -> predict -> encode, with no HTTP in sight.
 
 Negotiation (Content-Type and Accept) is decided before any decode or predict, so a 415 or
-406 never costs a prediction."""
+406 never costs a prediction. Every decoded batch passes ``check_finite`` (no infinities)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from smserve.algorithms.base import Algorithm
 from smserve.codecs import CodecRegistry
+from smserve.codecs.finite import check_finite
 from smserve.config import Settings
 from smserve.errors import ConfigError
 from smserve.media import canonical
@@ -39,8 +40,9 @@ class InferenceService:
         )
         if not body:
             return None
-        prediction = self.predict(decoder.decode(body, media))
-        return Reply(encoder.encode(prediction), encoder.media_type)
+        batch = decoder.decode(body, media)
+        check_finite(batch, decoder.media_type)
+        return Reply(encoder.encode(self.predict(batch)), encoder.media_type)
 
     def predict(self, batch: Batch) -> Prediction:
         return self.algorithm.predict(batch)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TypeAlias
 
 import numpy as np
@@ -12,6 +12,13 @@ import scipy.sparse as sp
 
 FloatArray: TypeAlias = npt.NDArray[np.float32]
 Features: TypeAlias = "FloatArray | sp.csr_matrix"
+# (row, column), 0-based -> where that value is in the request body, for error messages.
+Locate: TypeAlias = Callable[[int, int], str]
+
+
+def by_row(row: int, column: int) -> str:
+    """The default location: ``row 3, column 2`` (1-based)."""
+    return f"row {row + 1}, column {column + 1}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,9 +28,13 @@ class Batch:
     features : ndarray of shape (n_rows, n_columns), float32, C-contiguous; or a float32
         ``scipy.sparse.csr_matrix`` of the same shape whose absent entries are missing values.
         Decoders guarantee this; algorithms rely on it and never convert again.
+    locate : names a value's place in the body in the body's own terms (``line 4, column 2``,
+        ``record 3, column 1``); every message about one value uses it. Rows and columns are
+        1-based in what it returns.
     """
 
     features: Features
+    locate: Locate = field(default=by_row, compare=False)
 
     def __post_init__(self) -> None:
         features = self.features

@@ -18,7 +18,7 @@ from smserve.algorithms.base import default_feature_names
 from smserve.algorithms.centroids import Centroids, find_artifact, load_centroids
 from smserve.config import Settings
 from smserve.errors import InvalidInput
-from smserve.types import Batch, FloatArray, Prediction
+from smserve.types import Batch, FloatArray, Locate, Prediction
 
 Float64Array = npt.NDArray[np.float64]
 
@@ -62,7 +62,7 @@ class KMeans:
     def predict(self, batch: Batch) -> Prediction:
         """Closest centroid per row. Raises InvalidInput for a wrong column count or, for
         dense input, a missing value."""
-        squared = self._squared_distances(batch.features)
+        squared = self._squared_distances(batch.features, batch.locate)
         closest = squared.argmin(axis=1)  # lowest index on ties
         best = squared[np.arange(closest.size), closest]
         distance = best if self.squared else np.sqrt(best)
@@ -73,7 +73,9 @@ class KMeans:
             }
         )
 
-    def _squared_distances(self, features: FloatArray | sp.csr_matrix) -> Float64Array:
+    def _squared_distances(
+        self, features: FloatArray | sp.csr_matrix, locate: Locate
+    ) -> Float64Array:
         """||x - c||^2 of shape (n_rows, k) via ||x||^2 - 2 x.c + ||c||^2.
 
         In float64: the expansion subtracts large, nearly equal terms, so in float32 a point
@@ -81,38 +83,40 @@ class KMeans:
         1e-7 * ||x||^2). float64 keeps the result accurate to ~1e-5 relative after the cast.
         """
         if isinstance(features, np.ndarray):
-            row_norms, products = self._dense_terms(features)
+            row_norms, products = self._dense_terms(features, locate)
         else:
-            row_norms, products = self._sparse_terms(features)
+            row_norms, products = self._sparse_terms(features, locate)
         squared: Float64Array = row_norms[:, np.newaxis] - 2.0 * products + self._centroid_norms
         # Rounding can push a true zero slightly below it; sqrt would give NaN.
         np.maximum(squared, 0.0, out=squared)
         return squared
 
-    def _dense_terms(self, features: FloatArray) -> tuple[Float64Array, Float64Array]:
-        self._check_dense(features)
+    def _dense_terms(
+        self, features: FloatArray, locate: Locate
+    ) -> tuple[Float64Array, Float64Array]:
+        self._check_dense(features, locate)
         rows = features.astype(np.float64)
         return np.einsum("ij,ij->i", rows, rows), rows @ self.centroids.T
 
-    def _sparse_terms(self, features: sp.csr_matrix) -> tuple[Float64Array, Float64Array]:
-        self._check_sparse(features)
+    def _sparse_terms(
+        self, features: sp.csr_matrix, locate: Locate
+    ) -> tuple[Float64Array, Float64Array]:
+        self._check_sparse(features, locate)
         rows = features.astype(np.float64)  # converts the stored values only, never densifies
         norms = np.asarray(rows.multiply(rows).sum(axis=1)).ravel()
         # Columns past the batch's width are zeros, so they add nothing to x.c.
         products = np.asarray(rows @ self.centroids[:, : rows.shape[1]].T)
         return norms, products
 
-    def _check_dense(self, features: FloatArray) -> None:
+    def _check_dense(self, features: FloatArray, locate: Locate) -> None:
         if features.shape[1] != self.n_features:
             raise InvalidInput(f"expected {self.n_features} features, got {features.shape[1]}")
-        finite = np.isfinite(features).all(axis=1)
-        if not finite.all():
-            row = int(np.argmin(finite))
-            raise InvalidInput(
-                f"row {row} has a missing or non-finite value; k-means needs every feature"
-            )
+        bad = ~np.isfinite(features)
+        if bad.any():
+            row, column = divmod(int(np.argmax(bad)), features.shape[1])
+            raise _not_finite(locate(row, column))
 
-    def _check_sparse(self, features: sp.csr_matrix) -> None:
+    def _check_sparse(self, features: sp.csr_matrix, locate: Locate) -> None:
         if features.shape[1] > self.n_features:
             raise InvalidInput(
                 f"expected {self.n_features} features, got {features.shape[1]} "
@@ -121,4 +125,11 @@ class KMeans:
         bad = np.flatnonzero(~np.isfinite(features.data))
         if bad.size:
             row = int(np.searchsorted(features.indptr, bad[0], side="right")) - 1
-            raise InvalidInput(f"row {row} has a non-finite value; k-means needs finite features")
+            raise _not_finite(locate(row, int(features.indices[bad[0]])))
+
+
+def _not_finite(where: str) -> InvalidInput:
+    return InvalidInput(
+        f"{where}: the value is missing (NaN, null or empty) or not finite; "
+        "k-means needs every feature"
+    )

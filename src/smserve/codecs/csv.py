@@ -26,7 +26,7 @@ from smserve.codecs.text import (
 )
 from smserve.errors import DecodeError
 from smserve.media import CSV, MediaType
-from smserve.types import Batch, FloatArray, Prediction
+from smserve.types import Batch, FloatArray, Locate, Prediction
 
 _BLANK_LINE = re.compile(r"(?:^|\n)[ \t\r]*(?=\n)")  # an empty line before the last
 _SMALLEST_POSITIONAL = 1e-4  # Python's repr switches to exponent notation below this
@@ -71,7 +71,7 @@ class CsvCodec:
             features = load_numbers(text, ",", np.float32)
         except ValueError:  # empty fields, lines of only spaces, or a real error
             features = _decode_tolerant(text)
-        return Batch(np.ascontiguousarray(features, dtype=np.float32))
+        return Batch(np.ascontiguousarray(features, dtype=np.float32), _locator(text))
 
     def encode(self, prediction: Prediction) -> bytes:
         if prediction.n_rows == 0:
@@ -92,12 +92,25 @@ def _check_no_blank_lines(text: str) -> None:
         raise blank_line_error(CSV, text.count("\n", 0, match.end()) + 1)
 
 
-def _decode_tolerant(text: str) -> FloatArray:
-    """The slow path: blank lines dropped, missing fields made ``nan``, errors located."""
+def _locator(text: str) -> Locate:
+    """Names a value by its line number (blank lines counted), computed only when asked."""
+
+    def locate(row: int, column: int) -> str:
+        return f"row {_lines(text)[1][row]}, column {column + 1}"
+
+    return locate
+
+
+def _lines(text: str) -> tuple[list[str], npt.NDArray[np.intp]]:
+    """The stripped non-blank lines of ``text`` and their 1-based line numbers."""
     stripped = list(map(str.strip, text.split("\n")))
     nonblank = np.fromiter(map(bool, stripped), dtype=bool, count=len(stripped))
-    line_numbers = np.flatnonzero(nonblank) + 1
-    rows = list(compress(stripped, nonblank))
+    return list(compress(stripped, nonblank)), np.flatnonzero(nonblank) + 1
+
+
+def _decode_tolerant(text: str) -> FloatArray:
+    """The slow path: blank lines dropped, missing fields made ``nan``, errors located."""
+    rows, line_numbers = _lines(text)
     width = _check_rectangular(rows, line_numbers)
     patched = _fill_missing("\n".join(rows))
     try:

@@ -54,9 +54,9 @@ def batch_from_instances(instances: Sequence[object], media_type: str, locate: L
     """The Batch for ``instances`` (non-empty); raises DecodeError naming the instance."""
     rows = _rows(instances, media_type, locate)
     sparse_at = [i for i, row in enumerate(rows) if type(row) is _Sparse]
-    if sparse_at:
-        return Batch(_Columns(rows, media_type, locate).sparse(sparse_at[0]))
-    return Batch(_Columns(rows, media_type, locate).dense())
+    columns = _Columns(rows, media_type, locate)
+    features = columns.sparse(sparse_at[0]) if sparse_at else columns.dense()
+    return Batch(features, lambda row, column: f"{locate(row)}, column {column + 1}")
 
 
 def _rows(instances: Sequence[object], media_type: str, locate: Locate) -> list[Row]:

@@ -18,7 +18,7 @@ from smserve.codecs.text import decode_utf8, first_unparsable, load_numbers
 from smserve.config import LIBSVM_INDEX_BASES
 from smserve.errors import DecodeError
 from smserve.media import LIBSVM, MediaType
-from smserve.types import Batch
+from smserve.types import Batch, Locate
 
 IntArray = npt.NDArray[np.intp]
 
@@ -58,27 +58,29 @@ class LibsvmCodec:
         self.index_base = index_base
 
     def decode(self, body: bytes, media: MediaType) -> Batch:
-        return Batch(self._features(_scan(body)))
+        tokens = _scan(body)
+        features, shift = self._features(tokens)
+        return Batch(features, _locator(tokens, shift))
 
     def decode_labeled(self, body: bytes) -> tuple[sp.csr_matrix, npt.NDArray[np.float32]]:
         """Training data: the features as :meth:`decode` reads them, and each row's label,
         its first token, which must be there. Raises DecodeError naming the line."""
         tokens = _scan(body)
-        return self._features(tokens), _labels(tokens)
+        return self._features(tokens)[0], _labels(tokens)
 
-    def _features(self, tokens: _Tokens) -> sp.csr_matrix:
+    def _features(self, tokens: _Tokens) -> tuple[sp.csr_matrix, int]:
+        """The CSR matrix and the shift (0 or 1) taken off every index."""
         indices, values = tokens.pairs()
-        return tokens.csr(self._shift(tokens, indices), values)
+        shift = self._shift(tokens, indices)
+        return tokens.csr(indices - shift, values), shift
 
-    def _shift(self, tokens: _Tokens, indices: IntArray) -> IntArray:
+    def _shift(self, tokens: _Tokens, indices: IntArray) -> int:
         if self.index_base == "1":
             zero = np.flatnonzero(indices == 0)
             if zero.size:
                 raise tokens.fail(int(zero[0]), "index 0 is not allowed: indices start at 1")
-            return indices - 1
-        if self.index_base == "auto" and indices.min() >= 1:
-            return indices - 1
-        return indices
+            return 1
+        return int(self.index_base == "auto" and indices.min() >= 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +192,16 @@ class _Tokens:
         return sp.csr_matrix(
             (values, indices.astype(np.int32), indptr), shape=(n_rows, width), dtype=np.float32
         )
+
+
+def _locator(tokens: _Tokens, shift: int) -> Locate:
+    """Names a value by its line and its index as written, computed only when asked."""
+
+    def locate(row: int, column: int) -> str:
+        line = int(np.unique(tokens.lines)[row]) + 1
+        return f"line {line}, index {column + shift}"
+
+    return locate
 
 
 def _scan(body: bytes) -> _Tokens:

@@ -34,6 +34,10 @@ def read_records(body: bytes) -> tuple[Features, FloatArray | None]:
     return dense if dense is not None else decode_general(body)
 
 
+def _locate(row: int, column: int) -> str:
+    return f"record {row + 1}, column {column + 1}"
+
+
 class RecordioCodec:
     """Decoder and encoder for ``application/x-recordio-protobuf``; it takes no parameters."""
 
@@ -42,7 +46,7 @@ class RecordioCodec:
 
     def decode(self, body: bytes, media: media.MediaType) -> Batch:
         features, _ = read_records(body)
-        return Batch(features)
+        return Batch(features, _locate)
 
     def encode(self, prediction: Prediction) -> bytes:
         return encode_prediction(prediction)

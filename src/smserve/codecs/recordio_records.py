@@ -41,12 +41,12 @@ class Row(NamedTuple):
 class Located(NamedTuple):
     """A parsed record with its position in the body, for error messages."""
 
-    position: int  # the record's index in the body
+    position: int  # the record's 0-based index in the body (messages say position + 1)
     offset: int
     record: Any
 
     def error(self, problem: str) -> DecodeError:
-        where = f"record {self.position} (byte offset {self.offset})"
+        where = f"record {self.position + 1} (byte offset {self.offset})"
         return DecodeError(f"RecordIO: {where}: {problem}")
 
 
@@ -165,7 +165,7 @@ def _common_width(rows: Sequence[Row], records: Sequence[Located]) -> int:
     if odd.size:
         first = int(odd[0])
         raise records[first].error(
-            f"it has {widths[first]} features but record 0 has {widths[0]}; "
+            f"it has {widths[first]} features but record 1 has {widths[0]}; "
             "every record must have the same number of features"
         )
     return int(widths[0])

@@ -141,7 +141,7 @@ def _labelled(dataset: Dataset) -> Dataset:
         raise TrainingError(f"channel {dataset.name!r} has no labels; XGBoost needs them")
     bad = np.flatnonzero(~np.isfinite(dataset.labels))
     if bad.size:
-        raise TrainingError(f"channel {dataset.name!r}: row {bad[0]} has no numeric label")
+        raise TrainingError(f"channel {dataset.name!r}: row {bad[0] + 1} has no numeric label")
     return dataset
 
 

@@ -135,15 +135,23 @@ def test_wide_sparse_is_rejected(kmeans_centroids: np.ndarray) -> None:
 def test_missing_dense_value_names_the_row(kmeans_centroids: np.ndarray, bad: float) -> None:
     rows = np.ones((3, 4), dtype=np.float32)
     rows[1, 2] = bad
-    with pytest.raises(InvalidInput, match="row 1 "):
+    with pytest.raises(InvalidInput, match="^row 2, column 3: the value is missing"):
         model(kmeans_centroids).predict(dense(rows))
 
 
 def test_non_finite_sparse_value_names_the_row(kmeans_centroids: np.ndarray) -> None:
     rows = np.zeros((3, 4), dtype=np.float32)
     rows[0, 0], rows[2, 3] = 1.0, np.nan
-    with pytest.raises(InvalidInput, match="row 2 "):
+    with pytest.raises(InvalidInput, match="^row 3, column 4: "):
         model(kmeans_centroids).predict(Batch(sp.csr_matrix(rows)))
+
+
+def test_missing_value_is_located_in_the_bodys_terms(kmeans_centroids: np.ndarray) -> None:
+    rows = np.ones((2, 4), dtype=np.float32)
+    rows[1, 0] = np.nan
+    batch = Batch(rows, lambda row, column: f"line {row + 7}, field {column}")
+    with pytest.raises(InvalidInput, match="^line 8, field 0: "):
+        model(kmeans_centroids).predict(batch)
 
 
 def test_empty_batch(kmeans_centroids: np.ndarray) -> None:

@@ -202,7 +202,7 @@ def _two_keys() -> bytes:
 @pytest.mark.parametrize(
     ("payloads", "message"),
     [
-        pytest.param([_bytes_record()], r"record 0 .* is bytes", id="bytes tensor"),
+        pytest.param([_bytes_record()], r"record 1 .* is bytes", id="bytes tensor"),
         pytest.param([Record().SerializeToString()], "no features", id="no features"),
         pytest.param([_two_keys()], r"features \['a', 'b'\]", id="several keys"),
         pytest.param([record([1, 2], keys=[0, 1])], "needs shape", id="sparse without shape"),
@@ -216,16 +216,16 @@ def _two_keys() -> bytes:
         pytest.param([record([1], keys=[0], shape=[2, 3])], "not a row", id="matrix shape"),
         pytest.param([record([1], keys=[0], shape=[2**31])], "exceeds", id="huge shape"),
         pytest.param(
-            [record([1, 2]), record([1, 2, 3])], "record 1 .*3 features", id="dense widths"
+            [record([1, 2]), record([1, 2, 3])], "record 2 .*3 features", id="dense widths"
         ),
         pytest.param(
             [record([1], keys=[0], shape=[3]), record([1], keys=[0], shape=[4])],
-            "record 1 .*4 features",
+            "record 2 .*4 features",
             id="sparse widths",
         ),
         pytest.param(
             [record([1], keys=[0], shape=[3]), record([1, 2])],
-            "record 1 .*2 features",
+            "record 2 .*2 features",
             id="dense vs sparse width",
         ),
     ],
@@ -237,7 +237,7 @@ def test_malformed_records_are_rejected(payloads: list[bytes], message: str) -> 
 
 def test_record_errors_name_index_and_byte_offset() -> None:
     body = dense_body([[1.0, 2.0]] * 3) + body_of([_bytes_record()])
-    with pytest.raises(DecodeError, match=r"record 3 \(byte offset 96\)"):
+    with pytest.raises(DecodeError, match=r"record 4 \(byte offset 96\)"):
         _decode(body)
 
 

@@ -137,7 +137,7 @@ def test_missing_label_fails(job: TrainingJob) -> None:
     job.hyperparameters(num_round="2")
     job.channel("train", {"a.csv": "1,2\n,3\n"}, "text/csv")
     assert job.run() == 1
-    assert "channel 'train': row 1 has no numeric label" in job.failure
+    assert "channel 'train': row 2 has no numeric label" in job.failure
 
 
 def test_validation_width_must_match_for_dense_data(job: TrainingJob) -> None:
