@@ -1,16 +1,19 @@
 """InferenceService: negotiate -> decode -> predict -> encode, with no HTTP in sight.
 
 Negotiation (Content-Type and Accept) is decided before any decode or predict, so a 415 or
-406 never costs a prediction. Every decoded batch passes ``check_finite`` (no infinities)."""
+406 never costs a prediction, nor does a malformed or unknown ``outputs`` custom attribute (the
+request's output selection, see ``custom_attributes``). Every decoded batch passes
+``check_finite`` (no infinities)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from smserve.algorithms.base import Algorithm
+from smserve.algorithms.base import Algorithm, SelectableOutputs
 from smserve.codecs import CodecRegistry
 from smserve.codecs.finite import check_finite
 from smserve.config import Settings
+from smserve.custom_attributes import check_outputs, requested_outputs
 from smserve.errors import ConfigError
 from smserve.media import canonical
 from smserve.types import Batch, Prediction
@@ -18,10 +21,12 @@ from smserve.types import Batch, Prediction
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """An encoded answer; ``media_type`` is the exact response Content-Type."""
+    """An encoded answer; ``media_type`` is the exact response Content-Type; ``outputs`` the
+    keys it holds, for an algorithm with selectable outputs (else None)."""
 
     body: bytes
     media_type: str
+    outputs: tuple[str, ...] | None = None
 
 
 class InferenceService:
@@ -31,21 +36,56 @@ class InferenceService:
         self.algorithm = algorithm
         self.registry = registry
         self.default_accept = _default_accept(settings, algorithm, registry)
+        # Checked once: a runtime Protocol check costs microseconds per request.
+        self.selectable = algorithm if isinstance(algorithm, SelectableOutputs) else None
 
-    def invoke(self, body: bytes, content_type: str | None, accept: str | None) -> Reply | None:
-        """Answer one request; None means there was nothing to predict (HTTP 204)."""
+    def invoke(
+        self,
+        body: bytes,
+        content_type: str | None,
+        accept: str | None,
+        attributes: str | None = None,
+    ) -> Reply | None:
+        """Answer one request; None means there was nothing to predict (HTTP 204).
+
+        ``attributes`` is the request's SageMaker CustomAttributes; its ``outputs`` overrides
+        the endpoint's outputs. Raises InvalidInput for a malformed or unknown ``outputs``."""
         encoder = self.registry.encoder_for(accept, self.default_accept)
         decoder, media = self.registry.decoder_for(
             content_type, self.algorithm.default_content_type
         )
+        outputs = self.requested(attributes)
         if not body:
             return None
         batch = decoder.decode(body, media)
         check_finite(batch, decoder.media_type)
-        return Reply(encoder.encode(self.predict(batch)), encoder.media_type)
+        prediction = self.predict(batch, outputs)
+        return Reply(encoder.encode(prediction), encoder.media_type, self.applied(outputs))
 
-    def predict(self, batch: Batch) -> Prediction:
-        return self.algorithm.predict(batch)
+    def requested(self, attributes: str | None) -> tuple[str, ...] | None:
+        """The outputs ``attributes`` selects (None: the endpoint's); raises InvalidInput."""
+        keys = requested_outputs(attributes)
+        if keys is not None:
+            check_outputs(keys, self.output_keys)
+        return keys
+
+    @property
+    def output_keys(self) -> tuple[str, ...]:
+        """The keys a request may select; empty when the algorithm's outputs are fixed."""
+        return () if self.selectable is None else self.selectable.output_keys
+
+    def applied(self, outputs: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        """The keys an answer holds, when the algorithm's outputs are selectable."""
+        if self.selectable is None:
+            return None
+        return self.selectable.default_outputs if outputs is None else outputs
+
+    def predict(self, batch: Batch, outputs: tuple[str, ...] | None = None) -> Prediction:
+        """``outputs`` must have been checked (``requested``); None: the endpoint's."""
+        if outputs is None:
+            return self.algorithm.predict(batch)
+        assert self.selectable is not None, "requested() checked the keys"
+        return self.selectable.predict(batch, outputs)
 
 
 def _default_accept(settings: Settings, algorithm: Algorithm, registry: CodecRegistry) -> str:

@@ -60,12 +60,17 @@ class Batch:
 class Prediction:
     """Named outputs, one entry per input row, in the order encoders write them.
 
-    Each value is an ndarray of shape (n_rows,) for a scalar output, or (n_rows, k) for a
-    vector output (class probabilities, labels). Floating outputs may hold NaN; encoders decide
-    how to write it (strict JSON writes ``null``).
+    Each value is an ndarray of shape (n_rows,) for a scalar output, (n_rows, k) for a
+    vector output (class probabilities, labels, contributions), or (n_rows, k, m) for one
+    vector per class (multi-class contributions). Floating outputs may hold NaN; encoders
+    decide how to write it (strict JSON writes ``null``).
+
+    ``columns`` names the outputs that tabular encoders (CSV) spread over one column per
+    value, after the other outputs, instead of writing one cell for them.
     """
 
     outputs: Mapping[str, np.ndarray]
+    columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         sizes = {array.shape[0] for array in self.outputs.values()}

@@ -30,6 +30,26 @@ class Algorithm(Protocol):
     def predict(self, batch: Batch) -> Prediction: ...
 
 
+@runtime_checkable
+class SelectableOutputs(Protocol):
+    """An Algorithm whose outputs a request may choose (SageMaker CustomAttributes
+    ``outputs=<key>,<key>``), overriding the endpoint's default for that request."""
+
+    @property
+    def output_keys(self) -> tuple[str, ...]:
+        """Every key this model can produce."""
+        ...
+
+    @property
+    def default_outputs(self) -> tuple[str, ...]:
+        """The endpoint's keys: SAGEMAKER_INFERENCE_OUTPUT's, else the algorithm's default."""
+        ...
+
+    def predict(self, batch: Batch, outputs: tuple[str, ...] | None = None) -> Prediction:
+        """``outputs`` (distinct keys of ``output_keys``, in order), or the default ones."""
+        ...
+
+
 def default_feature_names(n_features: int | None) -> tuple[str, ...]:
     """``("f0", ..., "f{n-1}")``, XGBoost's names for unnamed columns; () when n is unknown."""
     return tuple(f"f{i}" for i in range(n_features or 0))

@@ -1,7 +1,12 @@
 """k-means inference: the closest centroid to each row and the distance to it, vectorised.
 
 Outputs ``closest_cluster`` (float32 index, lowest on ties) and ``distance_to_cluster``
-(Euclidean, or squared Euclidean when configured). Loading lives in ``centroids``.
+(Euclidean, or squared Euclidean when configured) by default; ``contributions``, each
+feature's share ``(x_j - c_j)^2`` of the squared distance to the closest centroid, on request
+(SAGEMAKER_INFERENCE_OUTPUT or per request). The shares sum to the squared distance: to
+``distance_to_cluster ** 2`` with SMSERVE_KMEANS_DISTANCE=euclidean, to
+``distance_to_cluster`` itself with ``squared`` (within float32 rounding). Loading lives in
+``centroids``.
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ from smserve import media
 from smserve.algorithms.base import default_feature_names
 from smserve.algorithms.centroids import Centroids, find_artifact, load_centroids
 from smserve.config import Settings
-from smserve.errors import InvalidInput
+from smserve.errors import InvalidInput, ModelLoadError
 from smserve.types import Batch, FloatArray, Locate, Prediction
 
 Float64Array = npt.NDArray[np.float64]
+OUTPUT_KEYS = ("closest_cluster", "distance_to_cluster", "contributions")
+DEFAULT_OUTPUTS = OUTPUT_KEYS[:2]
 
 
 class KMeans:
@@ -35,9 +42,15 @@ class KMeans:
     default_content_type: ClassVar[str] = media.CSV
     default_accept: ClassVar[str] = media.JSON
 
-    def __init__(self, centroids: Centroids, squared: bool = False) -> None:
+    def __init__(
+        self,
+        centroids: Centroids,
+        squared: bool = False,
+        outputs: tuple[str, ...] = DEFAULT_OUTPUTS,
+    ) -> None:
         self.centroids = centroids
         self.squared = squared
+        self.outputs = outputs
         # ||c||^2 once, so each request costs one matrix product.
         self._centroid_norms = np.einsum("ij,ij->i", centroids, centroids)
 
@@ -45,7 +58,8 @@ class KMeans:
     def load(cls, settings: Settings, model_dir: Path) -> KMeans:
         """Load the one k-means artifact in ``model_dir``; raises ModelLoadError."""
         centroids = load_centroids(find_artifact(model_dir))
-        return cls(centroids, squared=settings.kmeans_distance == "squared")
+        outputs = _endpoint_outputs(settings.inference_output)
+        return cls(centroids, settings.kmeans_distance == "squared", outputs)
 
     @property
     def n_features(self) -> int:
@@ -59,19 +73,43 @@ class KMeans:
     def n_clusters(self) -> int:
         return int(self.centroids.shape[0])
 
-    def predict(self, batch: Batch) -> Prediction:
-        """Closest centroid per row. Raises InvalidInput for a wrong column count or, for
-        dense input, a missing value."""
+    @property
+    def output_keys(self) -> tuple[str, ...]:
+        return OUTPUT_KEYS
+
+    @property
+    def default_outputs(self) -> tuple[str, ...]:
+        return self.outputs
+
+    def predict(self, batch: Batch, outputs: tuple[str, ...] | None = None) -> Prediction:
+        """Closest centroid per row: the endpoint's outputs, or ``outputs`` (keys of
+        OUTPUT_KEYS). Raises InvalidInput for a wrong column count or, for dense input, a
+        missing value."""
+        keys = tuple(dict.fromkeys(self.outputs if outputs is None else outputs))
         squared = self._squared_distances(batch.features, batch.locate)
         closest = squared.argmin(axis=1)  # lowest index on ties
         best = squared[np.arange(closest.size), closest]
         distance = best if self.squared else np.sqrt(best)
-        return Prediction(
-            {
-                "closest_cluster": closest.astype(np.float32),
-                "distance_to_cluster": distance.astype(np.float32),
-            }
-        )
+        arrays = {
+            "closest_cluster": closest.astype(np.float32),
+            "distance_to_cluster": distance.astype(np.float32),
+        }
+        if "contributions" in keys:
+            arrays["contributions"] = self._contributions(batch.features, closest)
+        columns = ("contributions",) if "contributions" in keys else ()
+        return Prediction({key: arrays[key] for key in keys}, columns=columns)
+
+    def _contributions(
+        self, features: FloatArray | sp.csr_matrix, closest: np.ndarray
+    ) -> np.ndarray:
+        """(x_j - c_j)^2 for the closest centroid c, of shape (n_rows, d), float32."""
+        if isinstance(features, np.ndarray):
+            rows = features.astype(np.float64)
+        else:  # the output is (n_rows, d) anyway; absent entries are zeros
+            rows = np.zeros((features.shape[0], self.n_features))
+            rows[:, : features.shape[1]] = features.toarray()
+        difference = rows - self.centroids[closest]
+        return np.asarray(difference * difference, dtype=np.float32)
 
     def _squared_distances(
         self, features: FloatArray | sp.csr_matrix, locate: Locate
@@ -133,3 +171,16 @@ def _not_finite(where: str) -> InvalidInput:
         f"{where}: the value is missing (NaN, null or empty) or not finite; "
         "k-means needs every feature"
     )
+
+
+def _endpoint_outputs(keys: tuple[str, ...] | None) -> tuple[str, ...]:
+    """SAGEMAKER_INFERENCE_OUTPUT's keys (distinct), or the default; raises ModelLoadError."""
+    if keys is None:
+        return DEFAULT_OUTPUTS
+    unknown = [k for k in keys if k not in OUTPUT_KEYS]
+    if unknown:
+        raise ModelLoadError(
+            f"SAGEMAKER_INFERENCE_OUTPUT names unknown k-means outputs: {', '.join(unknown)}; "
+            f"valid outputs: {', '.join(OUTPUT_KEYS)}"
+        )
+    return tuple(dict.fromkeys(keys))

@@ -1,5 +1,6 @@
 """XGBoost inference: one booster or a k-fold ensemble, the feature-count check, and the
-default ``score`` output or the selectable outputs of ``xgboost_output``.
+default ``score`` output or the selectable outputs of ``xgboost_output`` (the endpoint's, or a
+request's), explanations (``xgboost_explain``) among them.
 
 Model files: every regular, non-dot file directly in the model directory is a model (see
 ``model_files``); a file that is not one is an error naming it, never silently skipped.
@@ -19,6 +20,7 @@ import xgboost as xgb
 from smserve import media
 from smserve.algorithms.base import default_feature_names
 from smserve.algorithms.model_files import candidate_files
+from smserve.algorithms.xgboost_explain import explain
 from smserve.algorithms.xgboost_model import (
     Member,
     ModelInfo,
@@ -29,7 +31,13 @@ from smserve.algorithms.xgboost_model import (
     read_info,
     threads_per_worker,
 )
-from smserve.algorithms.xgboost_output import OutputPlan, Raw
+from smserve.algorithms.xgboost_output import (
+    EXPLANATIONS,
+    OutputPlan,
+    Raw,
+    available_keys,
+    request_table,
+)
 from smserve.config import Settings
 from smserve.errors import InvalidInput, ModelLoadError, PredictionError
 from smserve.types import Batch, Features, Prediction
@@ -38,6 +46,8 @@ logger = logging.getLogger(__name__)
 
 MODEL_NAME = "xgboost-model"
 VOTED = {"multi:softmax", "binary:hinge"}  # labels, so an ensemble votes instead of averaging
+DEFAULT_OUTPUTS = ("score",)
+PLAN_CACHE_SIZE = 64  # distinct per-request key lists remembered (emptied when full)
 
 
 class XGBoost:
@@ -48,6 +58,9 @@ class XGBoost:
     absent trailing columns are missing values). Dense input must match, or have exactly one
     fewer when ``allow_one_fewer_feature``: the last feature is then a missing value (NaN),
     because XGBoost 3 itself refuses narrower input.
+
+    Explanations of an ensemble are the members' mean, so they sum to its mean margin (for a
+    voting objective too: the vote itself has no margin).
     """
 
     name: ClassVar[str] = "xgboost"
@@ -60,11 +73,14 @@ class XGBoost:
         info: ModelInfo,
         output: OutputPlan | None = None,
         allow_one_fewer_feature: bool = False,
+        nthread: int = 1,
     ) -> None:
         self.members = tuple(members)
         self.info = info
-        self.output = output
+        self.output = output or OutputPlan.of(DEFAULT_OUTPUTS, {})
         self.allow_one_fewer_feature = allow_one_fewer_feature
+        self.nthread = nthread
+        self._plans: dict[tuple[str, ...], OutputPlan] = {}
 
     @classmethod
     def load(cls, settings: Settings, model_dir: Path) -> XGBoost:
@@ -78,7 +94,7 @@ class XGBoost:
         logger.info(
             "XGBoost %s, %d model(s), on %s, %d thread(s)", info, len(members), device, nthread
         )
-        return cls(members, info, output, settings.allow_one_fewer_feature)
+        return cls(members, info, output, settings.allow_one_fewer_feature, nthread)
 
     @property
     def n_features(self) -> int | None:
@@ -95,15 +111,46 @@ class XGBoost:
         names = self.members[0].booster.feature_names
         return tuple(names) if names else default_feature_names(self.n_features)
 
-    def predict(self, batch: Batch) -> Prediction:
-        """``score`` of shape (n,) or (n, k), float32, or the selected outputs. Raises
-        InvalidInput for a column count the model cannot take."""
+    @property
+    def output_keys(self) -> tuple[str, ...]:
+        """Every key a request may select (``score``, the objective's, the explanations)."""
+        return available_keys(self.info.objective, self.info.num_target)
+
+    @property
+    def default_outputs(self) -> tuple[str, ...]:
+        return self.output.keys
+
+    def predict(self, batch: Batch, outputs: tuple[str, ...] | None = None) -> Prediction:
+        """The endpoint's outputs (``score`` of shape (n,) or (n, k), float32, by default), or
+        ``outputs``, keys of ``output_keys``. Raises InvalidInput for a column count the model
+        cannot take."""
+        plan = self.output if outputs is None else self._plan(outputs)
         features = self._aligned(batch.features)
-        value = self._combined(features, margin=False)
-        if self.output is None:
-            return Prediction({"score": value})
-        margin = self._combined(features, margin=True) if self.output.needs_margin else None
-        return self.output.outputs(Raw(value, margin, self.info.num_class))
+        value = self._combined(features, margin=False) if plan.needs_value else None
+        margin = self._combined(features, margin=True) if plan.needs_margin else None
+        explained = {key: self._explained(features, key) for key in plan.explain}
+        raw = Raw(value, margin, self.info.num_class)
+        return plan.outputs(raw, explained, int(features.shape[0]))
+
+    def _plan(self, keys: tuple[str, ...]) -> OutputPlan:
+        plan = self._plans.get(keys)
+        if plan is None:
+            table = request_table(self.info.objective, self.info.num_target)
+            plan = OutputPlan.of(tuple(dict.fromkeys(keys)), table)
+            if len(self._plans) >= PLAN_CACHE_SIZE:
+                self._plans.clear()
+            self._plans[keys] = plan
+        return plan
+
+    def _explained(self, features: Features, key: str) -> np.ndarray:
+        """Contributions (``key`` in EXPLANATIONS), the members' mean for an ensemble."""
+        if features.shape[0] == 0:
+            return np.zeros((0, *_contribution_shape(self.info, features)), dtype=np.float32)
+        approximate = key == EXPLANATIONS[1]
+        parts = [explain(m, features, approximate, self.nthread) for m in self.members]
+        if len(parts) == 1:
+            return parts[0]
+        return np.asarray(np.mean(parts, axis=0, dtype=np.float32))
 
     def _aligned(self, features: Features) -> Features:
         expected, got = self.info.num_features, int(features.shape[1])
@@ -149,6 +196,12 @@ def _row_shape(info: ModelInfo, margin: bool) -> tuple[int, ...]:
     if info.objective == "multi:softprob" or (margin and info.is_multiclass):
         return (info.num_class,)
     return ()
+
+
+def _contribution_shape(info: ModelInfo, features: Features) -> tuple[int, ...]:
+    width = int(features.shape[1]) + 1  # the bias last
+    groups = info.num_target if info.num_target > 1 else info.num_class
+    return (groups, width) if groups > 1 else (width,)
 
 
 def majority_vote(labels: Sequence[np.ndarray], n_classes: int) -> np.ndarray:

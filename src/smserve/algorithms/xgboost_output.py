@@ -1,5 +1,10 @@
-"""Selectable XGBoost output (``SAGEMAKER_INFERENCE_OUTPUT``): which keys each objective
-supports and how each is derived from the raw prediction. Validated once, at load.
+"""Selectable XGBoost output (``SAGEMAKER_INFERENCE_OUTPUT``, or per request): which keys
+each objective supports and how each is derived from the raw prediction. The endpoint's keys
+are validated once, at load; a request's keys by the service, against ``available_keys``.
+
+``score`` (the plain prediction) and the explanations (``contributions``: exact TreeSHAP,
+``approximate_contributions``: XGBoost's approximation, computed in ``xgboost_explain``) are
+available for every objective; the other keys only for the objectives in ``PRODUCERS``.
 
 Differences from the built-in container, on purpose: outputs come in the order the setting
 lists them; ``raw_scores`` for ``multi:softmax`` are the per-class margins, not ``[1-r, r]``;
@@ -28,48 +33,56 @@ KEYS = (
     "raw_scores",
     "predicted_score",
 )
+EXPLANATIONS = ("contributions", "approximate_contributions")
+ALWAYS = ("score", *EXPLANATIONS)  # keys every objective has
 
 
 @dataclass(frozen=True, slots=True)
 class Raw:
     """One batch's raw predictions.
 
-    value : ndarray of shape (n_rows,), or (n_rows, num_class) for multi:softprob, float32
+    value : ndarray of shape (n_rows,), or (n_rows, num_class) for multi:softprob, float32;
+        only when the plan needs it
     margin : ndarray of shape (n_rows, num_class), float32; only when the plan needs it
     """
 
-    value: np.ndarray
+    value: np.ndarray | None
     margin: np.ndarray | None
     num_class: int
+
+    @property
+    def values(self) -> np.ndarray:
+        assert self.value is not None, "the plan asks for values when it needs them"
+        return self.value
 
 
 Producer = Callable[[Raw], np.ndarray]
 
 
 def _as_is(raw: Raw) -> np.ndarray:
-    return raw.value
+    return raw.values
 
 
 def _above(threshold: float) -> Producer:
-    return lambda raw: (raw.value > threshold).astype(np.int64)
+    return lambda raw: (raw.values > threshold).astype(np.int64)
 
 
 def _argmax(raw: Raw) -> np.ndarray:
-    return np.asarray(raw.value.argmax(axis=1), dtype=np.int64)
+    return np.asarray(raw.values.argmax(axis=1), dtype=np.int64)
 
 
 def _row_max(raw: Raw) -> np.ndarray:
-    return np.asarray(raw.value.max(axis=1))
+    return np.asarray(raw.values.max(axis=1))
 
 
 def _both_classes(raw: Raw) -> np.ndarray:
-    return np.stack((1.0 - raw.value, raw.value), axis=1)
+    return np.stack((1.0 - raw.values, raw.values), axis=1)
 
 
 def _class_labels(n_classes: int | None) -> Producer:
     def labels(raw: Raw) -> np.ndarray:
         k = raw.num_class if n_classes is None else n_classes
-        return np.tile(np.arange(k, dtype=np.int64), (raw.value.shape[0], 1))
+        return np.tile(np.arange(k, dtype=np.int64), (raw.values.shape[0], 1))
 
     return labels
 
@@ -124,20 +137,30 @@ PRODUCERS: Mapping[str, Mapping[str, Producer]] = {
 
 @dataclass(frozen=True, slots=True)
 class OutputPlan:
-    """The requested keys, in order, and a producer for each key valid for the objective."""
+    """The requested keys, in order, a producer for each value-derived key the objective
+    fills, and the explanation keys (filled by the caller, see ``outputs``)."""
 
     keys: tuple[str, ...]
     producers: Mapping[str, Producer]
-    needs_margin: bool
+    explain: tuple[str, ...] = ()
+
+    @property
+    def needs_value(self) -> bool:
+        return any(producer is not _margins for producer in self.producers.values())
+
+    @property
+    def needs_margin(self) -> bool:
+        return any(producer is _margins for producer in self.producers.values())
 
     @classmethod
     def build(cls, keys: tuple[str, ...], objective: str, num_target: int) -> OutputPlan:
-        """Raises ModelLoadError for unknown keys, an objective without selectable output or a
+        """The endpoint's plan (SAGEMAKER_INFERENCE_OUTPUT). Raises ModelLoadError for unknown
+        keys, or keys other than ``ALWAYS`` for an objective without selectable output or a
         multi-target model; logs one warning for keys the objective cannot fill (NaN)."""
         keys = tuple(dict.fromkeys(keys))
         _check_keys(keys)
-        table = _table_for(objective, num_target)
-        invalid = [k for k in keys if k not in table]
+        table = _table_for(objective, num_target) if set(keys) - set(ALWAYS) else {}
+        invalid = [k for k in keys if k not in table and k not in ALWAYS]
         if invalid:
             logger.warning(
                 "SAGEMAKER_INFERENCE_OUTPUT: %s not available for objective %s; "
@@ -145,28 +168,47 @@ class OutputPlan:
                 ", ".join(invalid),
                 objective,
             )
-        producers = {k: table[k] for k in keys if k in table}
-        return cls(keys, producers, producers.get("raw_scores") is _margins)
+        return cls.of(keys, table)
 
-    def outputs(self, raw: Raw) -> Prediction:
-        """The selected outputs for one batch, keyed and ordered as requested."""
-        missing = np.full(raw.value.shape[0], np.nan, dtype=np.float32)
-        return Prediction(
-            {
-                key: np.ascontiguousarray(self.producers[key](raw))
-                if key in self.producers
-                else missing
-                for key in self.keys
-            }
-        )
+    @classmethod
+    def of(cls, keys: tuple[str, ...], table: Mapping[str, Producer]) -> OutputPlan:
+        """The plan for ``keys`` (distinct) given the objective's ``table``; keys in neither
+        ``table`` nor ``ALWAYS`` are written as NaN."""
+        producers = {
+            k: _as_is if k == "score" else table[k] for k in keys if k in table or k == "score"
+        }
+        return cls(keys, producers, tuple(k for k in keys if k in EXPLANATIONS))
+
+    def outputs(self, raw: Raw, explained: Mapping[str, np.ndarray], n_rows: int) -> Prediction:
+        """The selected outputs for one batch, keyed and ordered as requested; ``explained``
+        holds the arrays of the ``explain`` keys."""
+        missing = np.full(n_rows, np.nan, dtype=np.float32)
+        arrays = {
+            key: np.ascontiguousarray(self.producers[key](raw))
+            if key in self.producers
+            else explained.get(key, missing)
+            for key in self.keys
+        }
+        return Prediction(arrays, columns=self.explain)
+
+
+def available_keys(objective: str, num_target: int) -> tuple[str, ...]:
+    """Every key a request may select for this model: ``score``, the objective's keys (in
+    KEYS order), then the explanations."""
+    return ("score", *request_table(objective, num_target), *EXPLANATIONS)
+
+
+def request_table(objective: str, num_target: int) -> Mapping[str, Producer]:
+    """The producers a request may use: none for objectives without selectable output."""
+    return PRODUCERS.get(objective, {}) if num_target == 1 else {}
 
 
 def _check_keys(keys: tuple[str, ...]) -> None:
-    unknown = [k for k in keys if k not in KEYS]
+    unknown = [k for k in keys if k not in KEYS and k not in ALWAYS]
     if unknown:
         raise ModelLoadError(
             f"SAGEMAKER_INFERENCE_OUTPUT names unknown outputs: {', '.join(unknown)}; "
-            f"valid outputs: {', '.join(KEYS)}"
+            f"valid outputs: {', '.join((*KEYS, *ALWAYS))}"
         )
 
 
@@ -174,11 +216,12 @@ def _table_for(objective: str, num_target: int) -> Mapping[str, Producer]:
     table = PRODUCERS.get(objective)
     if table is None:
         raise ModelLoadError(
-            f"SAGEMAKER_INFERENCE_OUTPUT is set, but the model's objective {objective} has no "
-            f"selectable output; supported objectives: {', '.join(PRODUCERS)}"
+            f"SAGEMAKER_INFERENCE_OUTPUT: the model's objective {objective} has no selectable "
+            f"output other than {', '.join(ALWAYS)}; supported objectives: {', '.join(PRODUCERS)}"
         )
     if num_target > 1:
         raise ModelLoadError(
-            f"SAGEMAKER_INFERENCE_OUTPUT needs a single-target model; this one has {num_target}"
+            f"SAGEMAKER_INFERENCE_OUTPUT: outputs other than {', '.join(ALWAYS)} need a "
+            f"single-target model; this one has {num_target}"
         )
     return table

@@ -15,7 +15,7 @@ from operator import methodcaller
 import numpy as np
 import numpy.typing as npt
 
-from smserve.codecs.base import TEXT_PARAMETERS
+from smserve.codecs.base import TEXT_PARAMETERS, UNNAMED, DecodeContext
 from smserve.codecs.text import (
     blank_line_error,
     decode_utf8,
@@ -47,7 +47,9 @@ class CsvCodec:
 
     Encoding: one line per row, ``\\n``-terminated, outputs in Prediction order. A single
     vector output (n, k) writes its k values comma-separated; with several outputs a vector is
-    one double-quoted Python list (``1,"[0.4, 0.6]"``). Floats are written as Python's ``repr``
+    one double-quoted Python list (``1,"[0.4, 0.6]"``), except the outputs named in
+    ``Prediction.columns`` (contributions): they come after all the others, in that order, one
+    column per value (per class in turn for (n, k, m)). Floats are written as Python's ``repr``
     of the float64 they promote to (``0.7338520884513855``, ``1.0``, ``nan``), integers as
     integers, booleans as 0 and 1.
     """
@@ -61,7 +63,7 @@ class CsvCodec:
     def __init__(self, records_per_line: bool = False) -> None:
         self.records_per_line = records_per_line
 
-    def decode(self, body: bytes, media: MediaType) -> Batch:
+    def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:
         text = decode_utf8(body, CSV)
         if not text.strip():
             raise DecodeError("text/csv: the body is empty; send one row of features per line")
@@ -76,13 +78,14 @@ class CsvCodec:
     def encode(self, prediction: Prediction) -> bytes:
         if prediction.n_rows == 0:
             return b""
-        outputs = [array for _, array in prediction.items()]
-        if len(outputs) == 1:
-            lines: Iterable[bytes] = _cells(outputs[0], quoted=False)
+        spread = [prediction.outputs[name] for name in prediction.columns]
+        outputs = [array for name, array in prediction.items() if name not in prediction.columns]
+        if len(outputs) + len(spread) == 1:
+            lines: Iterable[bytes] = _cells([*outputs, *spread][0], quoted=False)
         else:
-            lines = map(
-                b",".join, zip(*(_cells(array, quoted=True) for array in outputs), strict=True)
-            )
+            cells = [_cells(array, quoted=True) for array in outputs]
+            cells += [_cells(array, quoted=False) for array in spread]
+            lines = map(b",".join, zip(*cells, strict=True))
         return b"\n".join(lines) + b"\n"
 
 

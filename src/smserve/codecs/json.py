@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import orjson
 
-from smserve.codecs.base import TEXT_PARAMETERS
+from smserve.codecs.base import TEXT_PARAMETERS, UNNAMED, DecodeContext
 from smserve.codecs.instances import batch_from_instances
 from smserve.codecs.text import number_tokens, row_cells
 from smserve.errors import DecodeError, InvalidInput
@@ -29,7 +30,8 @@ class JsonCodec:
 
     Encoding writes ``{"predictions": [{name: value, ...}, ...]}`` with names in Prediction
     order. Floats are promoted to float64 (``1.0``, ``0.7338520884513855``), vectors become
-    lists, integers stay integers, booleans become 0/1; NaN and infinities are written as
+    lists (one list per class, a list of lists, for multi-class contributions), integers stay
+    integers, booleans become 0/1; NaN and infinities are written as
     ``null`` so the body is strict JSON.
 
     With ``one_per_line`` (Batch Transform, ``SAGEMAKER_BATCH=true``) it writes one prediction
@@ -44,7 +46,7 @@ class JsonCodec:
     def __init__(self, one_per_line: bool = False) -> None:
         self.one_per_line = one_per_line
 
-    def decode(self, body: bytes, media: MediaType) -> Batch:
+    def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:
         instances = _instances(parse_json(body.removeprefix(BOM), JSON))
         return batch_from_instances(instances, JSON, "instances[{}]".format)
 
@@ -93,7 +95,13 @@ def prediction_objects(prediction: Prediction) -> list[bytes]:
         return []
     keys = (orjson.dumps(name).replace(b"%", b"%%") for name in prediction.names)
     template = b"{" + b",".join(key + b":%b" for key in keys) + b"}"
-    columns = [
-        row_cells(array, number_tokens(array), b",", b"[%b]") for _, array in prediction.items()
-    ]
+    columns = [_cells(array, number_tokens(array)) for _, array in prediction.items()]
     return list(map(template.__mod__, zip(*columns, strict=True)))
+
+
+def _cells(array: np.ndarray, tokens: list[bytes]) -> list[bytes]:
+    """One JSON value per row: a number, a list, or for (n, k, m) a list of k lists."""
+    if array.ndim <= 2:
+        return row_cells(array, tokens, b",", b"[%b]")
+    inner = row_cells(array.reshape(-1, array.shape[-1]), tokens, b",", b"[%b]")
+    return _cells(np.broadcast_to(np.float32(0), array.shape[:-1]), inner)

@@ -22,7 +22,13 @@ SERVICE_KEY = "smserve.service"
 class Invoker(Protocol):
     """What /invocations calls: an InferenceService, or ``http.models``' router over several."""
 
-    def invoke(self, body: bytes, content_type: str | None, accept: str | None) -> Reply | None: ...
+    def invoke(
+        self,
+        body: bytes,
+        content_type: str | None,
+        accept: str | None,
+        attributes: str | None = None,
+    ) -> Reply | None: ...
 
 
 def install(app: Flask, settings: Settings, service: Invoker | None) -> None:

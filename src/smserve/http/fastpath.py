@@ -25,10 +25,11 @@ from typing import IO, TYPE_CHECKING
 
 from flask import Flask, Response
 
+from smserve.custom_attributes import applied
 from smserve.errors import ServingError
 from smserve.http import errors, models, tfserving
 from smserve.http.context import SERVICE_KEY, service_of
-from smserve.http.sagemaker import empty_response
+from smserve.http.sagemaker import CUSTOM_ATTRIBUTES_HEADER, empty_response
 from smserve.metrics import Metrics
 from smserve.repository.loading import ServedModel
 from smserve.service import Reply
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 INVOCATIONS = "/invocations"
 PING = "/ping"
 TARGET_KEY = "HTTP_" + models.TARGET_HEADER.upper().replace("-", "_")
+ATTRIBUTES_KEY = "HTTP_" + CUSTOM_ATTRIBUTES_HEADER.upper().replace("-", "_")
 
 
 class BodyIncomplete(Exception):
@@ -96,7 +98,10 @@ class FastPath:
             body = read_exactly(environ["wsgi.input"], size)
             served = _router(self.app).target(target)
             reply = served.service.invoke(
-                body, environ.get("CONTENT_TYPE"), environ.get("HTTP_ACCEPT")
+                body,
+                environ.get("CONTENT_TYPE"),
+                environ.get("HTTP_ACCEPT"),
+                environ.get(ATTRIBUTES_KEY),
             )
         except Exception as exc:  # each kind becomes the answer Flask gives it
             response = _error_response(exc)
@@ -118,11 +123,10 @@ def _router(app: Flask) -> models.InvocationRouter:
 
 def _ok(reply: Reply, served: ServedModel, start_response: StartResponse) -> list[bytes]:
     """200 with the headers, and their order, of Flask's Response plus X-Model-Version."""
-    headers = [
-        ("Content-Type", reply.media_type),
-        ("Content-Length", str(len(reply.body))),
-        (tfserving.VERSION_HEADER, str(served.version)),
-    ]
+    headers = [("Content-Type", reply.media_type), ("Content-Length", str(len(reply.body)))]
+    if reply.outputs is not None:
+        headers.append((CUSTOM_ATTRIBUTES_HEADER, applied(reply.outputs)))
+    headers.append((tfserving.VERSION_HEADER, str(served.version)))
     start_response("200 OK", headers)
     return [reply.body]
 

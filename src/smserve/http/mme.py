@@ -21,7 +21,7 @@ from flask import Blueprint, Response, current_app, g, request
 
 from smserve.errors import InvalidInput
 from smserve.http.context import read_body
-from smserve.http.sagemaker import empty_response
+from smserve.http.sagemaker import CUSTOM_ATTRIBUTES_HEADER, reply_response
 from smserve.media import JSON
 from smserve.repository.mme import MultiModelRegistry
 from smserve.repository.mme_state import Entry
@@ -102,7 +102,11 @@ def unload_model(name: str) -> Response:
 def invoke_model(name: str) -> Response:
     served = current_registry().model(name)
     g.smserve_served = served
-    reply = served.service.invoke(read_body(), request.content_type, request.headers.get("Accept"))
-    if reply is None:
-        return empty_response(HTTPStatus.NO_CONTENT)
-    return Response(reply.body, status=HTTPStatus.OK, content_type=reply.media_type)
+    headers = request.headers
+    reply = served.service.invoke(
+        read_body(),
+        request.content_type,
+        headers.get("Accept"),
+        headers.get(CUSTOM_ATTRIBUTES_HEADER),
+    )
+    return reply_response(reply)

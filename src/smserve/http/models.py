@@ -72,10 +72,16 @@ class InvocationRouter:
             return self.models.model(name)
         return self.models.served(name or self.models.default_model, None, None)
 
-    def invoke(self, body: bytes, content_type: str | None, accept: str | None) -> Reply | None:
+    def invoke(
+        self,
+        body: bytes,
+        content_type: str | None,
+        accept: str | None,
+        attributes: str | None = None,
+    ) -> Reply | None:
         served = self.target(request.headers.get(TARGET_HEADER))
         g.smserve_served = served
-        return served.service.invoke(body, content_type, accept)
+        return served.service.invoke(body, content_type, accept, attributes)
 
 
 def install(

@@ -1,7 +1,10 @@
 """The SageMaker hosting routes: GET /ping, POST /invocations (also under
 /endpoints/<name>/invocations, the path boto3 and the SDK use), GET /execution-parameters.
 
-Views only move headers and bytes; errors propagate to the app's handlers (http/errors.py)."""
+Views only move headers and bytes; errors propagate to the app's handlers (http/errors.py).
+X-Amzn-SageMaker-Custom-Attributes goes to the service (its ``outputs`` attribute selects the
+request's outputs); an answer from a model with selectable outputs carries the header back,
+``outputs=<key>,...``, naming the outputs it holds."""
 
 from __future__ import annotations
 
@@ -10,8 +13,12 @@ from http import HTTPStatus
 
 from flask import Blueprint, Response, request
 
+from smserve.custom_attributes import applied
 from smserve.http.context import current_service, current_settings, read_body
 from smserve.media import JSON
+from smserve.service import Reply
+
+CUSTOM_ATTRIBUTES_HEADER = "X-Amzn-SageMaker-Custom-Attributes"
 
 blueprint = Blueprint("sagemaker", __name__)
 
@@ -27,12 +34,13 @@ def ping() -> Response:
 @blueprint.post("/endpoints/<name>/invocations")
 def invocations(name: str | None = None) -> Response:
     """Predict on the body. ``name`` is the endpoint name in the boto3 path; one model is
-    served, so it is not used. X-Amzn-SageMaker-Custom-Attributes is ignored, not echoed."""
+    served, so it is not used."""
     body = read_body()
-    reply = current_service().invoke(body, request.content_type, request.headers.get("Accept"))
-    if reply is None:
-        return empty_response(HTTPStatus.NO_CONTENT)
-    return Response(reply.body, status=HTTPStatus.OK, content_type=reply.media_type)
+    headers = request.headers
+    reply = current_service().invoke(
+        body, request.content_type, headers.get("Accept"), headers.get(CUSTOM_ATTRIBUTES_HEADER)
+    )
+    return reply_response(reply)
 
 
 @blueprint.get("/execution-parameters")
@@ -45,6 +53,16 @@ def execution_parameters() -> Response:
         "MaxPayloadInMB": settings.max_payload_mib,
     }
     return Response(json.dumps(parameters).encode(), content_type=JSON)
+
+
+def reply_response(reply: Reply | None) -> Response:
+    """200 with the reply (and its outputs in the custom attributes header), or 204."""
+    if reply is None:
+        return empty_response(HTTPStatus.NO_CONTENT)
+    response = Response(reply.body, status=HTTPStatus.OK, content_type=reply.media_type)
+    if reply.outputs is not None:
+        response.headers[CUSTOM_ATTRIBUTES_HEADER] = applied(reply.outputs)
+    return response
 
 
 def empty_response(status: int) -> Response:

@@ -1,0 +1,44 @@
+"""Per-row explanations of XGBoost predictions: SHAP values of the margin.
+
+``contributions`` are XGBoost's exact TreeSHAP (``pred_contribs``), ``approximate_contributions``
+its cheaper approximation (``approx_contribs``: each split's gain in the expected value along
+the row's path). Both are of the raw margin, before the objective's link function (sigmoid,
+softmax), so a row's values sum to its margin, never to its probability.
+
+Layout, XGBoost's own: per row one value per model feature, in the model's feature order,
+then the bias (the expected margin, base score included) last; multi-class and multi-target
+models give one such vector per class or target. On a booster configured for cuda
+(SMSERVE_XGBOOST_DEVICE) XGBoost computes them on the GPU (GPUTreeShap).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xgboost as xgb
+
+from smserve.algorithms.xgboost_model import Member
+from smserve.errors import PredictionError
+from smserve.types import Features
+
+
+def explain(member: Member, features: Features, approximate: bool, nthread: int) -> np.ndarray:
+    """Contributions of one booster for at least one row, float32; ``nthread`` builds the
+    DMatrix (the worker's share of the cores, as the booster has).
+
+    features : dense (n, F) or CSR; absent CSR entries and NaN are missing values alike, so
+        sparse input explains as its dense equivalent with NaN does.
+    Returns an ndarray of shape (n, F + 1), or (n, k, F + 1) for k classes or targets.
+    """
+    booster = member.booster_for(int(features.shape[0]))
+    try:
+        matrix = xgb.DMatrix(features, missing=np.nan, nthread=nthread)
+        result = booster.predict(
+            matrix,
+            pred_contribs=True,
+            approx_contribs=approximate,
+            iteration_range=member.iteration_range,
+            validate_features=False,
+        )
+    except xgb.core.XGBoostError as exc:
+        raise PredictionError(f"XGBoost failed to explain with {member.path.name}") from exc
+    return np.asarray(result, dtype=np.float32)

@@ -1,0 +1,54 @@
+"""SageMaker CustomAttributes (what boto3's ``invoke_endpoint(CustomAttributes=...)`` sends):
+the ``outputs`` attribute that selects a request's outputs, and the answer's attributes.
+
+SageMaker passes the value through as an opaque string. Here it is a ``;``-separated list of
+``name=value`` attributes; only ``outputs`` means something (``outputs=<key>,<key>``, names
+compared case-insensitively), every other attribute is ignored.
+"""
+
+from __future__ import annotations
+
+from smserve.errors import InvalidInput
+
+OUTPUTS = "outputs"
+
+
+def requested_outputs(attributes: str | None) -> tuple[str, ...] | None:
+    """The keys ``outputs=`` names (lower-cased, distinct, in order), or None without one.
+
+    Raises InvalidInput when ``outputs`` is given twice or names an empty key."""
+    values = [value for name, value in _pairs(attributes or "") if name == OUTPUTS]
+    if not values:
+        return None
+    if len(values) > 1:
+        raise InvalidInput("custom attributes name outputs more than once; name it once")
+    value = values[0]
+    keys = [key.strip().lower() for key in (value or "").split(",")]
+    if value is None or not all(keys):
+        given = OUTPUTS if value is None else f"{OUTPUTS}={value}"
+        raise InvalidInput(
+            f"custom attribute {given!r} is malformed; write outputs=<key>,<key> (no empty key)"
+        )
+    return tuple(dict.fromkeys(keys))
+
+
+def check_outputs(keys: tuple[str, ...], valid: tuple[str, ...]) -> None:
+    """Raises InvalidInput naming ``keys`` that are not in ``valid``, and listing ``valid``."""
+    unknown = [key for key in keys if key not in valid]
+    if unknown:
+        offered = ", ".join(valid) if valid else "none (this model's outputs are fixed)"
+        raise InvalidInput(
+            f"custom attribute outputs names unknown outputs: {', '.join(unknown)}; "
+            f"valid outputs for this model: {offered}"
+        )
+
+
+def applied(keys: tuple[str, ...]) -> str:
+    """The answer's attributes: which outputs it holds."""
+    return f"{OUTPUTS}={','.join(keys)}"
+
+
+def _pairs(attributes: str) -> list[tuple[str, str | None]]:
+    """(lower-cased name, value or None when there is no ``=``) per attribute."""
+    parts = (part.partition("=") for part in attributes.split(";"))
+    return [(name.strip().lower(), value if sep else None) for name, sep, value in parts]
