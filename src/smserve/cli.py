@@ -1,10 +1,12 @@
-"""The command line: ``smserve serve|train``, and the ``serve``/``train`` executables SageMaker
-runs (``docker run IMAGE serve``). It reads the environment once into Settings, applies flag
-overrides and passes them down; it is the only module that prints.
+"""The command line: ``smserve serve|train|score``, and the ``serve``/``train`` executables
+SageMaker runs (``docker run IMAGE serve``; ``docker run IMAGE score ...`` scores offline). It
+reads the environment once into Settings, applies flag overrides and passes them down; it is the
+only module that prints.
 
 Exit status: 0 for a clean stop, ``--help``, or no arguments at all (``docker run IMAGE`` prints
 the usage, which is not a failure); 2 for a usage error, bad configuration or a model that cannot
-be loaded; otherwise gunicorn's status (3: a worker failed to boot) or training's."""
+be loaded; otherwise gunicorn's status (3: a worker failed to boot), training's, or scoring's
+(listed in ``smserve.scoring.command``)."""
 
 from __future__ import annotations
 
@@ -17,8 +19,9 @@ from pathlib import Path
 
 from smserve import __version__
 from smserve.config import Settings
-from smserve.errors import ConfigError, StartupError
+from smserve.errors import ClientError, ConfigError, StartupError
 from smserve.http import process
+from smserve.scoring import command as score_command
 
 EXIT_USAGE = 2
 DEMO_KINDS = ("xgboost", "kmeans")
@@ -77,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=_serve)
     train = commands.add_parser("train", help="train from /opt/ml/input (SageMaker training)")
     train.set_defaults(run=_train)
+    score = commands.add_parser("score", help="score files offline, as Batch Transform does")
+    score_command.add_arguments(score)
+    score.set_defaults(run=_score)
     return parser
 
 
@@ -126,6 +132,21 @@ def _settings(args: argparse.Namespace) -> Settings:
         "poll_interval_s": args.file_system_poll_wait_seconds,
     }
     return settings.replace(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def _score(args: argparse.Namespace) -> int:
+    # The exit statuses are listed in smserve.scoring.command; 2 is a usage or model error.
+    try:
+        settings = Settings.from_env(os.environ)
+    except ConfigError as exc:
+        return _fail(f"invalid configuration: {exc}")
+    _configure_logging(settings)
+    workers = args.workers or _cpu_count()
+    process.limit_native_threads(settings.replace(workers=workers), os.environ, _cpu_count())
+    try:
+        return score_command.run(args, os.environ, _cpu_count(), sys.stderr)
+    except (StartupError, ClientError) as exc:
+        return _fail(str(exc))
 
 
 def _train(args: argparse.Namespace) -> int:
