@@ -15,6 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
+from smserve.algorithms.base import SelectableOutputs
 from smserve.errors import InvalidInput, ServingError
 from smserve.tfserving import response, signatures
 from smserve.tfserving.examples import parse_examples, to_rows
@@ -97,7 +98,9 @@ class TFServingAPI:
             return ApiReply(200, status_body(statuses), route.model)
         if route.action == "metadata":
             served = self._served(route)
-            text = metadata_body(route.model, served.version, served.servable.signatures)
+            servable = served.servable
+            names = servable.feature_names if servable.outputs else None
+            text = metadata_body(route.model, served.version, servable.signatures, names)
             return ApiReply(200, text, route.model, version=served.version)
         if route.action == "predict":
             return self._predict(route, body)
@@ -112,7 +115,8 @@ class TFServingAPI:
         served = self._served(route)
         signature = _predict_signature(served.servable, name)
         inputs = decode_inputs(document, signature)
-        prediction = _run(served.servable, _matrix(inputs.tensors["inputs"], served.servable))
+        matrix = _matrix(inputs.tensors["inputs"], served.servable)
+        prediction = _run(served.servable, matrix, served.servable.outputs.get(name))
         writer = response.predictions_body if inputs.row_format else response.outputs_body
         return ApiReply(200, writer(prediction.outputs), route.model, "predict", served.version)
 
@@ -176,5 +180,12 @@ def _matrix(tensor: np.ndarray, servable: Servable) -> np.ndarray:
     return np.ascontiguousarray(tensor, dtype=np.float32)
 
 
-def _run(servable: Servable, rows: np.ndarray) -> Prediction:
-    return servable.algorithm.predict(Batch(np.ascontiguousarray(rows, dtype=np.float32)))
+def _run(
+    servable: Servable, rows: np.ndarray, outputs: tuple[str, ...] | None = None
+) -> Prediction:
+    """The algorithm's default outputs, or ``outputs`` (a signature's, e.g. ``explain``)."""
+    batch = Batch(np.ascontiguousarray(rows, dtype=np.float32))
+    algorithm = servable.algorithm
+    if outputs is not None and isinstance(algorithm, SelectableOutputs):
+        return algorithm.predict(batch, outputs)
+    return algorithm.predict(batch)

@@ -16,6 +16,10 @@ Signatures (``/metadata`` lists them):
 * ``regression`` (regress): output ``outputs`` DT_FLOAT ``[-1]``; XGBoost models whose
   prediction is one number per row that is not a class label (regression objectives, or
   binary:logistic's probability).
+* ``explain`` (predict, same input as ``serving_default``): the default outputs plus the
+  explanations the algorithm offers (``contributions``, and XGBoost's
+  ``approximate_contributions``), for algorithms with selectable outputs. The metadata then
+  also lists ``feature_names``, the labels of a contribution vector (the bias follows them).
 
 tf.Example feature names: the booster's feature names when it has them, else ``f0``..``f{n-1}``
 (XGBoost's own default names; k-means uses the same scheme).
@@ -29,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from smserve.algorithms.base import Algorithm
+from smserve.algorithms.base import Algorithm, SelectableOutputs
 from smserve.tfserving import signatures as sigs
 from smserve.types import Batch, Prediction
 
@@ -41,6 +45,7 @@ Regressor = Callable[[Prediction], np.ndarray]  # values (n,)
 _EXAMPLES = sigs.TensorSpec("DT_STRING", None, "tf_example:0")
 _BINARY = np.array(["0", "1"])
 _LABEL_OBJECTIVES = ("multi:", "binary:hinge")  # their one number per row is a class label
+EXPLANATIONS = ("contributions", "approximate_contributions")
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,7 @@ class Servable:
     feature_names: tuple[str, ...] | None
     classifier: Classifier | None = None
     regressor: Regressor | None = None
+    outputs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # keys per signature
     feature_index: Mapping[str, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -71,15 +77,32 @@ def build_servable(algorithm: Algorithm) -> Servable:
         signatures[sigs.CLASSIFY_SIGNATURE] = _classify_signature(k)
     if regressor is not None:
         signatures[sigs.REGRESS_SIGNATURE] = _regress_signature()
-    return Servable(algorithm, signatures, names, classifier, regressor)
+    keys = _explain_keys(algorithm)
+    explained = _probe(algorithm, keys) if keys else Prediction({})
+    if not explained.outputs:
+        return Servable(algorithm, signatures, names, classifier, regressor)
+    signatures[sigs.EXPLAIN_SIGNATURE] = _predict_signature(algorithm, explained)
+    explain = {sigs.EXPLAIN_SIGNATURE: keys}
+    return Servable(algorithm, signatures, names, classifier, regressor, explain)
 
 
-def _probe(algorithm: Algorithm) -> Prediction:
+def _explain_keys(algorithm: Algorithm) -> tuple[str, ...]:
+    """The default outputs plus the explanations, for an algorithm that offers them."""
+    if not isinstance(algorithm, SelectableOutputs):
+        return ()
+    offered = tuple(k for k in EXPLANATIONS if k in algorithm.output_keys)
+    return tuple(dict.fromkeys((*algorithm.default_outputs, *offered))) if offered else ()
+
+
+def _probe(algorithm: Algorithm, keys: tuple[str, ...] = ()) -> Prediction:
     n = algorithm.n_features
     if n is None:
         return Prediction({})
     try:
-        return algorithm.predict(Batch(np.zeros((1, n), dtype=np.float32)))
+        batch = Batch(np.zeros((1, n), dtype=np.float32))
+        if keys and isinstance(algorithm, SelectableOutputs):
+            return algorithm.predict(batch, keys)
+        return algorithm.predict(batch)
     except Exception:  # a model that cannot score zeros still serves; it only lacks metadata
         logger.warning("could not learn the outputs of the %s model", algorithm.name, exc_info=True)
         return Prediction({})

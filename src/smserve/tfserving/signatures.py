@@ -19,6 +19,7 @@ REGRESS_METHOD = "tensorflow/serving/regress"
 DEFAULT_SIGNATURE = "serving_default"
 CLASSIFY_SIGNATURE = "classification"
 REGRESS_SIGNATURE = "regression"
+EXPLAIN_SIGNATURE = "explain"  # a predict signature: default outputs plus contributions
 
 _DTYPES = {"f": {4: "DT_FLOAT", 8: "DT_DOUBLE"}, "i": {4: "DT_INT32", 8: "DT_INT64"}}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,13 +53,21 @@ def status_body(statuses: Iterable[VersionStatus]) -> bytes:
     return _dumps({"model_version_status": [s.to_json() for s in ordered]}).encode()
 
 
-def metadata_body(name: str, version: int, signatures: Mapping[str, Signature]) -> bytes:
+def metadata_body(
+    name: str,
+    version: int,
+    signatures: Mapping[str, Signature],
+    feature_names: Sequence[str] | None = None,
+) -> bytes:
     """GetModelMetadataResponse with the signature_def field, assembled as TF Serving does
-    (the model spec and the SignatureDefMap printed separately, then joined)."""
+    (the model spec and the SignatureDefMap printed separately, then joined); with
+    ``feature_names`` (ours, not TF Serving's) a ``feature_names`` list after it."""
     spec = {"name": name, "signature_name": "", "version": str(version)}
     signature_map = _dumps(signature_map_json(signatures))
+    names = "" if feature_names is None else f', "feature_names": {_dumps(list(feature_names))}'
     text = (
-        f'{{\n"model_spec":{_dumps(spec)},\n"metadata": {{"signature_def": {signature_map}}}\n}}\n'
+        f'{{\n"model_spec":{_dumps(spec)},\n"metadata": {{"signature_def": {signature_map}'
+        f"{names}}}\n}}\n"
     )
     return text.encode()
 
