@@ -23,6 +23,7 @@ BATCH_STRATEGIES = ("MULTI_RECORD", "SINGLE_RECORD")
 DEFAULT_MODEL_DIR = Path("/opt/ml/model")
 DEFAULT_MODELS_DIR = Path("/opt/ml/models")
 DEFAULT_TRAINING_BASE_DIR = Path("/opt/ml")
+DEFAULT_MAX_MODEL_UNPACKED_MB = 2048  # generous for XGBoost and k-means; refuses archive bombs
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -48,6 +49,8 @@ class Settings:
     inference_output: tuple[str, ...] | None = None  # SAGEMAKER_INFERENCE_OUTPUT
     ensemble: bool = True  # SAGEMAKER_INFERENCE_ENSEMBLE
     allow_pickle: bool = False  # SMSERVE_ALLOW_PICKLE: opt in to unpickling model files
+    # SMSERVE_MAX_MODEL_UNPACKED_MB: a model.tar.gz that unpacks to more is refused unwritten
+    max_model_unpacked_bytes: int = DEFAULT_MAX_MODEL_UNPACKED_MB * MIB
     xgboost_device: str = "auto"  # SMSERVE_XGBOOST_DEVICE: auto | cpu | cuda
     libsvm_index_base: str = "0"  # SMSERVE_LIBSVM_INDEX_BASE: 0 | 1 | auto
     allow_one_fewer_feature: bool = False  # SMSERVE_ALLOW_ONE_FEWER_FEATURE
@@ -89,6 +92,10 @@ class Settings:
             inference_output=_inference_output(env),
             ensemble=env.boolean("SAGEMAKER_INFERENCE_ENSEMBLE", True),
             allow_pickle=env.boolean("SMSERVE_ALLOW_PICKLE", False),
+            max_model_unpacked_bytes=env.integer(
+                "SMSERVE_MAX_MODEL_UNPACKED_MB", DEFAULT_MAX_MODEL_UNPACKED_MB, minimum=1
+            )
+            * MIB,
             xgboost_device=env.choice("SMSERVE_XGBOOST_DEVICE", "auto", XGBOOST_DEVICES),
             libsvm_index_base=env.choice("SMSERVE_LIBSVM_INDEX_BASE", "0", LIBSVM_INDEX_BASES),
             allow_one_fewer_feature=env.boolean("SMSERVE_ALLOW_ONE_FEWER_FEATURE", False),

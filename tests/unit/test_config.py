@@ -65,6 +65,7 @@ EVERY_VARIABLE = [
     ("SMSERVE_MODEL_CONFIG_FILE", "/m.config", "model_config_file", Path("/m.config")),
     ("SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS", "0.5", "poll_interval_s", 0.5),
     ("SMSERVE_MEMORY_BUDGET_MB", "512", "memory_budget_bytes", 512 * MIB),
+    ("SMSERVE_MAX_MODEL_UNPACKED_MB", "100", "max_model_unpacked_bytes", 100 * MIB),
     ("SMSERVE_RUNTIME_DIR", "/run/smserve", "runtime_dir", Path("/run/smserve")),
     ("SMSERVE_CACHE_DIR", "/cache", "cache_dir", Path("/cache")),
 ]
@@ -105,6 +106,7 @@ def test_payload_in_mb_wins_over_max_content_length() -> None:
         ("SAGEMAKER_INFERENCE_OUTPUT", " , "),
         ("SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS", "soon"),
         ("SMSERVE_MEMORY_BUDGET_MB", "0"),
+        ("SMSERVE_MAX_MODEL_UNPACKED_MB", "0"),
     ],
     ids=lambda v: v,
 )

@@ -35,7 +35,7 @@ def load_algorithm(settings: Settings, model_dir: Path | None = None) -> Algorit
     Raises ModelLoadError naming the file and the reason when nothing loadable is there.
     """
     directory = settings.model_dir if model_dir is None else model_dir
-    with opened_model_dir(directory) as files_dir:
+    with opened_model_dir(directory, settings.max_model_unpacked_bytes) as files_dir:
         name = settings.algorithm or detect_algorithm(files_dir)
         return _loaders()[name](settings, files_dir)
 

@@ -7,6 +7,7 @@ The artifact is chosen by name; other files in the directory are not read.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -14,7 +15,7 @@ from types import ModuleType
 import numpy as np
 import numpy.typing as npt
 
-from smserve.algorithms.model_files import candidate_files
+from smserve.algorithms.model_files import candidate_files, check_not_empty
 from smserve.algorithms.ndarray import read_ndarray_file
 from smserve.errors import ModelLoadError
 
@@ -53,6 +54,7 @@ def load_centroids(path: Path) -> Centroids:
     Raises ModelLoadError naming the file when it cannot be read or its array is not a finite
     2-D float array with k >= 1 and d >= 1.
     """
+    check_not_empty(path)
     return validate_centroids(_reader(path)(path), path)
 
 
@@ -68,10 +70,28 @@ def _read_npy(path: Path) -> np.ndarray:
     try:
         array = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"{path}: not a readable .npy array without pickle: {exc}") from exc
+        truncated = _npy_truncated(path)
+        what = "is truncated" if truncated else "is not a readable .npy array without pickle"
+        raise ModelLoadError(f"{path} {what}: {exc}") from exc
     if not isinstance(array, np.ndarray):
         raise ModelLoadError(f"{path}: holds an archive of arrays, expected one array")
     return array
+
+
+def _npy_truncated(path: Path) -> bool:
+    """Whether the .npy file ends before its header, or the data the header declares, does."""
+    try:
+        with path.open("rb") as stream:
+            major, _ = np.lib.format.read_magic(stream)
+            read_header = {1: np.lib.format.read_array_header_1_0}.get(
+                major, np.lib.format.read_array_header_2_0
+            )
+            shape, _, dtype = read_header(stream)
+            return path.stat().st_size < stream.tell() + math.prod(shape) * dtype.itemsize
+    except ValueError as exc:
+        return "EOF" in str(exc)
+    except OSError:
+        return False
 
 
 def _read_skops(path: Path) -> np.ndarray:

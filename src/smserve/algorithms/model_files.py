@@ -1,22 +1,27 @@
-"""Finding model files in a model directory, unpacking a ``model.tar.gz`` safely, and the
-pickle opt-in. Knows nothing about what the files contain beyond the pickle header.
+"""Finding model files in a model directory, opening a directory that holds a model archive,
+and the checks every model file gets before a loader parses it (readable, not empty, the pickle
+opt-in). Knows nothing about what the files contain beyond the pickle header.
 
 Rules: the candidates are the regular files directly in the directory whose names do not start
-with a dot; sub-directories (``code/``) are ignored. A directory holding one ``*.tar.gz``
-(or ``*.tgz``) and nothing else is served from the archive's contents.
+with a dot and are not archives; sub-directories (``code/``) are ignored. A directory holding
+one ``*.tar.gz`` (or ``*.tgz``) and nothing else is served from the archive's contents,
+unpacked to a temporary directory (``SM_MODEL_DIR`` may be read-only). A directory holding the
+archive *and* exactly the files it unpacks to (what the SageMaker SDK's local mode mounts) is
+served as it is, the archive ignored; an archive next to any other files is refused.
 """
 
 from __future__ import annotations
 
 import logging
 import pickle
-import tarfile
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any
 
+from smserve.algorithms.model_archive import holds_unpacked, unpack_archive
+from smserve.config import DEFAULT_MAX_MODEL_UNPACKED_MB, MIB
 from smserve.errors import ModelLoadError
 
 logger = logging.getLogger(__name__)
@@ -26,7 +31,11 @@ PICKLE_PROTO = 0x80  # first byte of every pickle of protocol 2 or later
 
 
 def candidate_files(model_dir: Path) -> list[Path]:
-    """Regular, non-dot files directly in ``model_dir``, sorted by name."""
+    """Regular, non-dot, non-archive files directly in ``model_dir``, sorted by name."""
+    return [p for p in _listing(model_dir) if not is_archive(p)]
+
+
+def _listing(model_dir: Path) -> list[Path]:
     try:
         files = sorted(p for p in model_dir.iterdir() if p.is_file())
     except OSError as exc:
@@ -42,36 +51,53 @@ def is_archive(path: Path) -> bool:
 
 
 @contextmanager
-def opened_model_dir(model_dir: Path) -> Iterator[Path]:
-    """Yield the directory that holds the model files: ``model_dir`` itself, or a temporary
-    directory with its archive unpacked (removed on exit, so load everything inside)."""
+def opened_model_dir(
+    model_dir: Path,
+    max_unpacked_bytes: int = DEFAULT_MAX_MODEL_UNPACKED_MB * MIB,
+    scratch_parent: Path | None = None,
+) -> Iterator[Path]:
+    """Yield the directory that holds the model files (see the module doc): ``model_dir``
+    itself, or a temporary directory under ``scratch_parent`` (the system's when None) with
+    its archive unpacked, removed on exit or failure, so load everything inside."""
     if not model_dir.is_dir():
         raise ModelLoadError(f"model directory {model_dir} does not exist or is not a directory")
-    archive = _single_archive(model_dir)
+    archive = _archive_to_unpack(model_dir)
     if archive is None:
         yield model_dir
         return
-    with tempfile.TemporaryDirectory(prefix="smserve-model-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="smserve-model-", dir=scratch_parent) as scratch:
         logger.info("unpacking %s", archive)
-        root = _model_root(unpack_archive(archive, Path(scratch)))
+        root = _model_root(unpack_archive(archive, Path(scratch), max_unpacked_bytes))
+        _refuse_nested_archive(root, archive)
         try:
             yield root
         except ModelLoadError as exc:  # the temporary path alone would not tell the user much
             raise ModelLoadError(f"{exc} (unpacked from {archive})") from exc
 
 
-def _single_archive(model_dir: Path) -> Path | None:
-    files = candidate_files(model_dir)
+def _archive_to_unpack(model_dir: Path) -> Path | None:
+    """The archive to unpack, or None when the directory's own files are the model."""
+    files = _listing(model_dir)
     archives = [p for p in files if is_archive(p)]
     if not archives:
         return None
-    if len(files) > 1:
-        names = ", ".join(p.name for p in files)
-        raise ModelLoadError(
-            f"{model_dir} holds an archive and other files ({names}); "
-            "keep either one model archive or the unpacked model files"
+    others = {p.name for p in files if not is_archive(p)}
+    if len(archives) == 1 and not others:
+        return archives[0]
+    if len(archives) == 1 and holds_unpacked(archives[0], others, model_dir):
+        logger.info(
+            "ignoring %s: %s already holds the files it unpacks to (%s), as the SageMaker "
+            "SDK's local mode leaves it; serving those",
+            archives[0].name,
+            model_dir,
+            ", ".join(sorted(others)),
         )
-    return archives[0]
+        return None
+    names = ", ".join(p.name for p in files)
+    raise ModelLoadError(
+        f"{model_dir} holds an archive and other files ({names}) that are not what the archive "
+        "unpacks to; keep either one model archive or the unpacked model files"
+    )
 
 
 def _model_root(unpacked: Path) -> Path:
@@ -82,57 +108,41 @@ def _model_root(unpacked: Path) -> Path:
     return unpacked
 
 
-def unpack_archive(archive: Path, destination: Path) -> Path:
-    """Extract the gzip tar ``archive`` into ``destination`` and return it.
+def _refuse_nested_archive(root: Path, archive: Path) -> None:
+    nested = [p.name for p in _listing(root) if is_archive(p)]
+    if nested:
+        raise ModelLoadError(
+            f"{archive} holds another archive ({', '.join(nested)}); pack the model files "
+            "themselves"
+        )
 
-    Raises ModelLoadError naming the archive and member for absolute paths, ``..`` parts,
-    links that leave the archive, devices and other special files, or an unreadable archive.
-    """
+
+def read_model_file(path: Path) -> bytes:
+    """The bytes of the model file ``path``; ModelLoadError naming it when it cannot be read
+    or is empty."""
     try:
-        with tarfile.open(archive, "r:*") as tar:
-            for member in tar.getmembers():
-                _check_member(member)
-            tar.extractall(destination, filter="data")
-    except (tarfile.TarError, OSError) as exc:
-        raise ModelLoadError(f"{archive}: cannot unpack: {exc}") from exc
-    except _UnsafeMember as exc:
-        raise ModelLoadError(f"{archive}: refusing to unpack: {exc}") from None
-    return destination
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    if not data:
+        raise ModelLoadError(_EMPTY.format(path=path))
+    return data
 
 
-class _UnsafeMember(Exception):
-    """An archive member that could write outside the destination or is not a plain entry."""
+def check_not_empty(path: Path) -> None:
+    """Raise ModelLoadError naming ``path`` when it is a zero-byte (or unreadable) file."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    if size == 0:
+        raise ModelLoadError(_EMPTY.format(path=path))
 
 
-def _check_member(member: tarfile.TarInfo) -> None:
-    name = member.name
-    if _is_absolute(name) or ".." in PurePosixPath(name).parts:
-        raise _UnsafeMember(f"member {name!r} has an absolute path or a '..' part")
-    if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
-        raise _UnsafeMember(f"member {name!r} is a device, FIFO or other special file")
-    if member.issym() or member.islnk():
-        _check_link(member)
-
-
-def _check_link(member: tarfile.TarInfo) -> None:
-    # Symlink targets are relative to the link's directory, hard-link targets to the root.
-    base = PurePosixPath(member.name).parent if member.issym() else PurePosixPath()
-    target = member.linkname
-    if _is_absolute(target) or _escapes(base / target):
-        raise _UnsafeMember(f"link {member.name!r} points outside the archive ({target!r})")
-
-
-def _is_absolute(path: str) -> bool:
-    return PurePosixPath(path).is_absolute() or bool(PureWindowsPath(path).anchor)
-
-
-def _escapes(path: PurePosixPath) -> bool:
-    depth = 0
-    for part in path.parts:
-        depth += {"..": -1, ".": 0}.get(part, 1)
-        if depth < 0:
-            return True
-    return False
+_EMPTY = (
+    "{path} is empty (0 bytes): the model was not saved completely, or was copied before it "
+    "was written; save or copy it again"
+)
 
 
 def is_pickle(path: Path) -> bool:

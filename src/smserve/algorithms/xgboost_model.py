@@ -14,7 +14,8 @@ from pathlib import Path
 
 import xgboost as xgb
 
-from smserve.algorithms.model_files import is_pickle, unpickle
+from smserve.algorithms.model_files import is_pickle, read_model_file, unpickle
+from smserve.algorithms.ubjson import Truncated, UbjsonError, check_complete
 from smserve.algorithms.xgboost_direct import DirectPredictor, same_predictions
 from smserve.errors import ModelLoadError
 
@@ -24,6 +25,7 @@ logger = logging.getLogger(__name__)
 # built-in XGBoost objective; anything custom has no defined output).
 SUPPORTED_PREFIXES = ("reg:", "binary:", "multi:", "survival:", "rank:")
 SUPPORTED_EXACT = ("count:poisson",)
+_JSON_START = re.compile(rb"\s*\{\s*[\"}]")  # UBJSON objects start with {, then a length
 _LOG_PREFIX = re.compile(r"^\[[^\]]*\]\s*\S+:\d+:\s*")  # "[12:00:00] src/file.cc:409: "
 # XGBoost's CPU predictor hands rows to its threads in blocks of 64: a batch of at most one
 # block keeps one thread busy whatever nthread says, and waking the others only costs time
@@ -81,20 +83,42 @@ def _is_pickle(path: Path) -> bool:
 
 
 def _native(path: Path) -> xgb.Booster:
+    data = read_model_file(path)
+    _check_complete(path, data)
     booster = xgb.Booster()
     try:
         # Given bytes, XGBoost tells JSON from UBJSON by content; given a path it goes by the
         # extension and warns for extension-less names such as xgboost-model.
-        booster.load_model(bytearray(path.read_bytes()))
-    except OSError as exc:
-        raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except xgb.core.XGBoostError as exc:
+        booster.load_model(bytearray(data))
+    except (xgb.core.XGBoostError, ValueError) as exc:  # ValueError: undecodable messages
         raise ModelLoadError(
             f"{path} is not an XGBoost model (JSON or UBJSON from Booster.save_model). "
             "Every file in the model directory is loaded as a model: remove this one. "
             f"XGBoost said: {_first_line(exc)}"
         ) from exc
     return booster
+
+
+def _check_complete(path: Path, data: bytes) -> None:
+    """Refuse a truncated JSON or UBJSON model before XGBoost parses it: XGBoost crashes the
+    process on some truncated UBJSON (see ``ubjson``)."""
+    if _JSON_START.match(data):
+        if not data.rstrip().endswith(b"}"):
+            raise ModelLoadError(_truncated(path, len(data), "the JSON document is not closed"))
+    elif data.startswith(b"{"):
+        try:
+            check_complete(data)
+        except Truncated as exc:
+            raise ModelLoadError(_truncated(path, len(data), str(exc))) from None
+        except UbjsonError as exc:
+            raise ModelLoadError(f"{path} is not a valid UBJSON XGBoost model: {exc}") from None
+
+
+def _truncated(path: Path, size: int, detail: str) -> str:
+    return (
+        f"{path} is truncated ({size} bytes; {detail}): the model file was cut short while "
+        "being saved or copied; save or copy it again"
+    )
 
 
 def _unpickled_booster(path: Path, allow_pickle: bool) -> xgb.Booster:

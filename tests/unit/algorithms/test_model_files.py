@@ -92,9 +92,9 @@ def test_unpacked_archive_is_removed_after_loading(tmp_path: Path) -> None:
     assert not unpacked.exists()
 
 
-def test_archive_next_to_other_files_is_ambiguous(tmp_path: Path) -> None:
+def test_archive_next_to_unrelated_files_is_ambiguous(tmp_path: Path) -> None:
     make_tar(tmp_path / "model.tar.gz", [(entry("xgboost-model"), b"x")])
-    (tmp_path / "xgboost-model").write_bytes(b"x")
+    (tmp_path / "xgboost-model-0").write_bytes(b"x")
     with pytest.raises(ModelLoadError, match="holds an archive and other files"):
         load_algorithm(Settings(model_dir=tmp_path))
 
