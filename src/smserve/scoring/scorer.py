@@ -64,6 +64,8 @@ class Scorer:
         self.input_type = media.essence
         self.output_type = registry.encoder_for(plan.accept, service.default_accept).media_type
         self._join = self._joiner()
+        # RecordIO answers are framed records: concatenated, never given a newline.
+        self._line_assembly = plan.assemble_with == "Line" and self.output_type != RECORDIO
 
     def score(self, chunk: Chunk) -> Scored:
         try:
@@ -83,7 +85,7 @@ class Scorer:
         answer = b"" if reply is None else reply.body
         if self._join is not None:
             answer = self._joined(body, answer)
-        if self.plan.assemble_with == "Line" and answer and not answer.endswith(b"\n"):
+        if self._line_assembly and answer and not answer.endswith(b"\n"):
             answer += b"\n"
         return answer
 

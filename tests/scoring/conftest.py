@@ -1,0 +1,80 @@
+"""A tiny multi-class XGBoost model (vector outputs: the hardest case to assemble) and input
+folders in every format, each holding several files of several mini-batches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+
+from tests.unit.codecs.recordio_bodies import dense_body
+
+N_FEATURES = 4
+FILE_ROWS = {"a": 40, "nested/b": 25, "nested/deeper/c": 1}
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``xgboost-model``: multi:softprob, 3 classes, 4 features."""
+    import xgboost as xgb
+
+    x = np.random.default_rng(0).normal(size=(90, N_FEATURES)).astype(np.float32)
+    params = {"objective": "multi:softprob", "num_class": 3, "max_depth": 2, "nthread": 1}
+    booster = xgb.train(params, xgb.DMatrix(x, label=np.digitize(x[:, 0], [-0.5, 0.5])), 3)
+    directory = tmp_path_factory.mktemp("model")
+    (directory / "xgboost-model").write_bytes(bytes(booster.save_raw("json")))
+    return directory
+
+
+def csv_body(rows: np.ndarray) -> bytes:
+    lines = [",".join("" if np.isnan(v) else repr(float(v)) for v in row) for row in rows]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def jsonlines_body(rows: np.ndarray) -> bytes:
+    return b"".join(orjson.dumps({"features": row.tolist()}) + b"\n" for row in rows)
+
+
+def libsvm_body(rows: np.ndarray) -> bytes:
+    lines = (" ".join(f"{i}:{float(v)!r}" for i, v in enumerate(row)) for row in rows)
+    return ("\n".join(lines) + "\n").encode()
+
+
+def json_body(rows: np.ndarray) -> bytes:
+    return orjson.dumps({"instances": [{"features": row.tolist()} for row in rows]})
+
+
+def recordio_body(rows: np.ndarray) -> bytes:
+    return dense_body(rows.tolist())
+
+
+FORMATS: dict[str, Callable[[np.ndarray], bytes]] = {
+    "text/csv": csv_body,
+    "application/jsonlines": jsonlines_body,
+    "text/libsvm": libsvm_body,
+    "application/json": json_body,
+    "application/x-recordio-protobuf": recordio_body,
+}
+
+
+def write_inputs(root: Path, content_type: str, seed: int = 1) -> dict[str, bytes]:
+    """One file per FILE_ROWS entry under ``root``; returns relative name -> body."""
+    rng = np.random.default_rng(seed)
+    bodies = {}
+    for name, n_rows in FILE_ROWS.items():
+        rows = rng.normal(size=(n_rows, N_FEATURES)).astype(np.float32)
+        if content_type == "text/csv":
+            rows[::7, 2] = np.nan  # empty cells: missing values
+        path = root / f"{name}.data"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(FORMATS[content_type](rows))
+        bodies[f"{name}.data"] = path.read_bytes()
+    return bodies
+
+
+def outputs(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` by relative path (hidden ones included)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
