@@ -18,6 +18,9 @@
 # stage installs that list into /opt/venv, and the final stage installs the smserve wheel with
 # --no-deps. pyproject.toml stays the single source of truth, and the big dependency layer is
 # cached until the dependency list itself changes, not on every source or pyproject edit.
+# Versions: every install is constrained by container/requirements.lock (pins for all variants
+# and the build tools, generated from pyproject.toml by `.venv/bin/python container/
+# lock_requirements.py`), so rebuilding later gives the same packages.
 #
 # Size: no compilers, no pip cache (--no-cache-dir), no pip or setuptools in /opt/venv (the base
 # image's pip installs into it with --python), and the dependencies' own test suites (`tests`
@@ -42,15 +45,19 @@ RUN python runtime_requirements.py pyproject.toml \
 FROM ${BASE_IMAGE} AS deps
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 COPY --from=requirements /build/requirements.txt /tmp/requirements.txt
+COPY container/requirements.lock /tmp/requirements.lock
 RUN python -m venv --without-pip /opt/venv \
-    && python -m pip --python /opt/venv/bin/python install --no-cache-dir -r /tmp/requirements.txt \
+    && python -m pip --python /opt/venv/bin/python install --no-cache-dir \
+        -r /tmp/requirements.txt -c /tmp/requirements.lock \
     && find /opt/venv -depth -type d -name tests -path "*/site-packages/*" -exec rm -rf {} + \
     && /opt/venv/bin/python -c "import flask, gunicorn, numpy, scipy.sparse, sklearn.cluster, xgboost, google.protobuf, orjson"
 
 # --- wheel: build the smserve wheel (pure Python; no dependencies resolved here) ---
 FROM ${BASE_IMAGE} AS wheel
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
-RUN python -m venv /opt/build && /opt/build/bin/pip install "setuptools>=68" wheel
+COPY container/requirements.lock /tmp/requirements.lock
+RUN python -m venv /opt/build \
+    && /opt/build/bin/pip install -c /tmp/requirements.lock "setuptools>=77" wheel
 WORKDIR /build
 # README.m[d]: the readme is optional for the build (a glob that matches nothing copies nothing).
 COPY pyproject.toml README.m[d] ./
