@@ -13,7 +13,7 @@ import numpy as np
 
 from smserve.algorithms.base import default_feature_names
 from smserve.codecs import CodecRegistry
-from smserve.codecs.base import TEXT_PARAMETERS
+from smserve.codecs.base import TEXT_PARAMETERS, UNNAMED, DecodeContext
 from smserve.config import Settings
 from smserve.errors import DecodeError
 from smserve.media import CSV, JSON, MediaType
@@ -74,7 +74,7 @@ class FakeCsvCodec:
     def __init__(self) -> None:
         self.decoded = 0
 
-    def decode(self, body: bytes, media: MediaType) -> Batch:
+    def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:
         self.decoded += 1
         try:
             rows = [[float(cell) for cell in line.split(",")] for line in body.decode().split()]
@@ -92,7 +92,7 @@ class FakeJsonCodec:
     media_type = JSON
     parameters: Mapping[str, frozenset[str] | None] = {}
 
-    def decode(self, body: bytes, media: MediaType) -> Batch:
+    def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:
         rows = json.loads(body)["instances"]
         return Batch(np.ascontiguousarray(rows, dtype=np.float32))
 

@@ -17,6 +17,9 @@ JSON = "application/json"
 JSONLINES = "application/jsonlines"
 RECORDIO = "application/x-recordio-protobuf"
 LIBSVM = "text/libsvm"
+PARQUET = "application/x-parquet"  # the built-in XGBoost's name for a whole Parquet file
+ARROW_STREAM = "application/vnd.apache.arrow.stream"  # Arrow IPC streaming format
+ARROW_FILE = "application/vnd.apache.arrow.file"  # Arrow IPC file (random-access) format
 
 # Other spellings clients send for the same formats (the built-in XGBoost container's short
 # names among them). Keys and values are lower-case essences.
@@ -34,6 +37,9 @@ ALIASES: Mapping[str, str] = {
     "text/x-libsvm": LIBSVM,
     "recordio-protobuf": RECORDIO,
     "application/recordio-protobuf": RECORDIO,
+    "parquet": PARQUET,
+    "application/parquet": PARQUET,
+    "application/vnd.apache.parquet": PARQUET,
 }
 
 ANY = "*/*"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from smserve.algorithms.base import Algorithm, SelectableOutputs
 from smserve.codecs import CodecRegistry
+from smserve.codecs.base import DecodeContext
 from smserve.codecs.finite import check_finite
 from smserve.config import Settings
 from smserve.custom_attributes import check_outputs, requested_outputs
@@ -34,6 +35,7 @@ class InferenceService:
 
     def __init__(self, algorithm: Algorithm, registry: CodecRegistry, settings: Settings) -> None:
         self.algorithm = algorithm
+        self.context = DecodeContext(algorithm.feature_names)  # what decoders may know of it
         self.registry = registry
         self.default_accept = _default_accept(settings, algorithm, registry)
         # Checked once: a runtime Protocol check costs microseconds per request.
@@ -57,7 +59,7 @@ class InferenceService:
         outputs = self.requested(attributes)
         if not body:
             return None
-        batch = decoder.decode(body, media)
+        batch = decoder.decode(body, media, self.context)
         check_finite(batch, decoder.media_type)
         prediction = self.predict(batch, outputs)
         return Reply(encoder.encode(prediction), encoder.media_type, self.applied(outputs))

@@ -11,10 +11,12 @@ __all__ = ["CodecRegistry", "Decoder", "Encoder", "default_registry"]
 
 def default_registry(settings: Settings) -> CodecRegistry:
     """Every format the server speaks. Adding a format means adding its codec here."""
+    from smserve.codecs.arrow import ArrowCodec
     from smserve.codecs.csv import CsvCodec
     from smserve.codecs.json import JsonCodec
     from smserve.codecs.jsonlines import JsonLinesCodec
     from smserve.codecs.libsvm import LibsvmCodec
+    from smserve.codecs.parquet import ParquetCodec
     from smserve.codecs.recordio import RecordioCodec
 
     csv = CsvCodec(records_per_line=settings.batch_mode)
@@ -22,7 +24,8 @@ def default_registry(settings: Settings) -> CodecRegistry:
     json = JsonCodec(one_per_line=settings.batch_mode)
     libsvm = LibsvmCodec(index_base=settings.libsvm_index_base)
     recordio = RecordioCodec()
+    parquet, arrow, arrow_file = ParquetCodec(), ArrowCodec(), ArrowCodec(file=True)
     return CodecRegistry(
-        decoders=[csv, json, jsonlines, libsvm, recordio],
-        encoders=[json, jsonlines, csv, recordio],
+        decoders=[csv, json, jsonlines, libsvm, recordio, parquet, arrow, arrow_file],
+        encoders=[json, jsonlines, csv, recordio, parquet, arrow, arrow_file],
     )

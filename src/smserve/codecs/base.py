@@ -5,6 +5,7 @@ argument; they hold no per-request state and are shared by every request of a wo
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from smserve.media import MediaType
@@ -16,6 +17,27 @@ TEXT_PARAMETERS: Mapping[str, frozenset[str] | None] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class DecodeContext:
+    """What a decoder may know about the model, handed over by the service once per worker
+    (a codec never imports an algorithm).
+
+    ``feature_names``: one name per model column, in order (``Algorithm.feature_names``);
+    empty when the model does not say how many columns it takes. Formats with named columns
+    (Parquet, Arrow, JSON objects) use them to put columns in the model's order.
+    """
+
+    feature_names: tuple[str, ...] = ()
+
+    @property
+    def named(self) -> bool:
+        """Whether the names are the model's own rather than XGBoost's ``f0``.. defaults."""
+        return self.feature_names != tuple(f"f{i}" for i in range(len(self.feature_names)))
+
+
+UNNAMED = DecodeContext()
+
+
 @runtime_checkable
 class Decoder(Protocol):
     """Decodes one media type. ``parameters`` maps each accepted parameter name to its
@@ -24,7 +46,7 @@ class Decoder(Protocol):
     media_type: str
     parameters: Mapping[str, frozenset[str] | None]
 
-    def decode(self, body: bytes, media: MediaType) -> Batch:
+    def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:
         """Raise DecodeError (400) with a location for malformed bodies."""
         ...
 

@@ -9,7 +9,10 @@ Instance forms (any mix in one batch):
   ``{"data": {"features": {"values": [...]}}}``; an optional ``"shape": [D]`` must equal the
   number of values;
 * sparse ``{"data": {"features": {"keys": [...], "shape": [D], "values": [...]}}}``: keys are
-  0-based, strictly increasing, in ``[0, D)``.
+  0-based, strictly increasing, in ``[0, D)``;
+* an object of feature names ``{"age": 31, "income": 5.2e4}`` (neither ``"features"`` nor
+  ``"data"``), given the model's feature names (``f0``.. for a model without names): values
+  are put in the model's order, a missing name or a name the model lacks is a 400.
 
 Other members (``"configuration"``, ``"label"``, ...) are ignored. When any instance is sparse
 the batch is a CSR matrix of width D (every sparse D must agree, dense rows must have D values
@@ -21,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -50,34 +54,39 @@ class _Sparse:
 Row = list[Any] | _Sparse
 
 
-def batch_from_instances(instances: Sequence[object], media_type: str, locate: Locate) -> Batch:
-    """The Batch for ``instances`` (non-empty); raises DecodeError naming the instance."""
-    rows = _rows(instances, media_type, locate)
+def batch_from_instances(
+    instances: Sequence[object], media_type: str, locate: Locate, names: Sequence[str] = ()
+) -> Batch:
+    """The Batch for ``instances`` (non-empty); raises DecodeError naming the instance.
+    ``names`` are the model's feature names, for instances that are objects of names."""
+    rows = _rows(instances, media_type, locate, _Named(names))
     sparse_at = [i for i, row in enumerate(rows) if type(row) is _Sparse]
     columns = _Columns(rows, media_type, locate)
     features = columns.sparse(sparse_at[0]) if sparse_at else columns.dense()
     return Batch(features, lambda row, column: f"{locate(row)}, column {column + 1}")
 
 
-def _rows(instances: Sequence[object], media_type: str, locate: Locate) -> list[Row]:
+def _rows(instances: Sequence[object], media_type: str, locate: Locate, named: _Named) -> list[Row]:
     if set(map(type, instances)) == {list}:  # bare rows: nothing to unwrap
         return list(instances)  # type: ignore[arg-type]
     rows: list[Row] = []
     for index, instance in enumerate(instances):
         try:
-            rows.append(_row(instance))
+            rows.append(_row(instance, named))
         except _Malformed as exc:
             raise DecodeError(f"{media_type}: {locate(index)}: {exc}") from None
     return rows
 
 
-def _row(instance: object) -> Row:
+def _row(instance: object, named: _Named) -> Row:
     if type(instance) is list:
         return instance
     if type(instance) is not dict:
         raise _Malformed(
             f'expected a list of numbers or an object with "features", got {_kind(instance)}'
         )
+    if named.names and "features" not in instance and "data" not in instance:
+        return named.row(instance)
     if "features" in instance:
         if "data" in instance:
             raise _Malformed('has both "features" and "data"; send one of them')
@@ -86,6 +95,31 @@ def _row(instance: object) -> Row:
     if type(data) is not dict or "features" not in data:
         raise _Malformed('expected "features": [...] or "data": {"features": ...}')
     return _features(data["features"])
+
+
+class _Named:
+    """Reads objects of feature names into rows in the model's order (one C-level lookup)."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names, self.known = tuple(names), frozenset(names)
+        self.get = itemgetter(*self.names) if self.names else None
+
+    def row(self, instance: dict[str, Any]) -> list[Any]:
+        assert self.get is not None
+        try:
+            values = self.get(instance)
+        except KeyError as exc:
+            raise _Malformed(
+                f"feature {exc.args[0]!r} is missing; an object of feature names needs every "
+                f"model feature: {', '.join(map(repr, self.names[:5]))}"
+                f"{' ...' if len(self.names) > 5 else ''}"
+            ) from None
+        if len(instance) != len(self.names):
+            extra = [key for key in instance if key not in self.known][:5]
+            raise _Malformed(
+                f"{', '.join(map(repr, extra))}: not model features; send only feature names"
+            )
+        return list(values) if len(self.names) > 1 else [values]
 
 
 def _features(value: object) -> Row:

@@ -48,7 +48,7 @@ class JsonCodec:
 
     def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:
         instances = _instances(parse_json(body.removeprefix(BOM), JSON))
-        return batch_from_instances(instances, JSON, "instances[{}]".format)
+        return batch_from_instances(instances, JSON, "instances[{}]".format, context.feature_names)
 
     def encode(self, prediction: Prediction) -> bytes:
         objects = prediction_objects(prediction)

@@ -11,7 +11,7 @@ from itertools import compress
 import numpy as np
 import orjson
 
-from smserve.codecs.base import TEXT_PARAMETERS
+from smserve.codecs.base import TEXT_PARAMETERS, UNNAMED, DecodeContext
 from smserve.codecs.instances import batch_from_instances
 from smserve.codecs.json import BOM, parse_json, prediction_objects
 from smserve.codecs.text import blank_line_error, first_interior_blank_line
@@ -37,7 +37,7 @@ class JsonLinesCodec:
     def __init__(self, records_per_line: bool = False) -> None:
         self.records_per_line = records_per_line
 
-    def decode(self, body: bytes, media: MediaType) -> Batch:
+    def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:
         lines = body.removeprefix(BOM).split(b"\n")
         nonblank = np.fromiter(map(bool, map(bytes.strip, lines)), dtype=bool, count=len(lines))
         if not nonblank.any():
@@ -47,7 +47,9 @@ class JsonLinesCodec:
             raise blank_line_error(JSONLINES, blank)
         line_numbers = (np.flatnonzero(nonblank) + 1).tolist()
         instances = _parse_lines(list(compress(lines, nonblank)), line_numbers)
-        return batch_from_instances(instances, JSONLINES, lambda i: f"line {line_numbers[i]}")
+        return batch_from_instances(
+            instances, JSONLINES, lambda i: f"line {line_numbers[i]}", context.feature_names
+        )
 
     def encode(self, prediction: Prediction) -> bytes:
         objects = prediction_objects(prediction)

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from smserve.codecs.base import TEXT_PARAMETERS
+from smserve.codecs.base import TEXT_PARAMETERS, UNNAMED, DecodeContext
 from smserve.codecs.text import decode_utf8, first_unparsable, load_numbers
 from smserve.config import LIBSVM_INDEX_BASES
 from smserve.errors import DecodeError
@@ -57,7 +57,7 @@ class LibsvmCodec:
             raise ValueError(f"index_base must be one of {LIBSVM_INDEX_BASES}, not {index_base!r}")
         self.index_base = index_base
 
-    def decode(self, body: bytes, media: MediaType) -> Batch:
+    def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:
         tokens = _scan(body)
         features, shift = self._features(tokens)
         return Batch(features, _locator(tokens, shift))

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from smserve import media
+from smserve.codecs.base import UNNAMED, DecodeContext
 from smserve.codecs.recordio_fast import decode_dense
 from smserve.codecs.recordio_records import decode_general
 from smserve.codecs.recordio_writer import encode_prediction
@@ -44,7 +45,9 @@ class RecordioCodec:
     media_type = media.RECORDIO
     parameters: Mapping[str, frozenset[str] | None] = MappingProxyType({})
 
-    def decode(self, body: bytes, media: media.MediaType) -> Batch:
+    def decode(
+        self, body: bytes, media: media.MediaType, context: DecodeContext = UNNAMED
+    ) -> Batch:
         features, _ = read_records(body)
         return Batch(features, _locate)
 

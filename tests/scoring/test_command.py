@@ -1,0 +1,174 @@
+"""``smserve score`` end to end in a subprocess: record errors, exit statuses, joins, resuming,
+standard input and Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+
+from tests.process.servers import SMSERVE, run_cli, server_env
+from tests.scoring.conftest import csv_body, jsonlines_body, outputs
+
+pytestmark = pytest.mark.process
+
+ROWS = np.random.default_rng(3).normal(size=(30, 4)).astype(np.float32)
+
+
+def _score(model_dir: Path, *args: str, **kwargs: str) -> subprocess.CompletedProcess[str]:
+    base = ["score", "--model-dir", str(model_dir), "--content-type", "text/csv", "--workers", "1"]
+    return run_cli([*base, *args], server_env(8080, {}), **kwargs)  # type: ignore[arg-type]
+
+
+def _bad_csv(path: Path, line: int) -> None:
+    lines = csv_body(ROWS).split(b"\n")
+    lines[line - 1] = b"1.0,abc,2.0,3.0"
+    path.write_bytes(b"\n".join(lines))
+
+
+def test_a_bad_record_fails_its_file_with_its_position(model_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "good.csv").write_bytes(csv_body(ROWS))
+    _bad_csv(tmp_path / "in" / "bad.csv", line=17)
+    result = _score(model_dir, str(tmp_path / "in"), "--output", str(tmp_path / "out"))
+    assert result.returncode == 1
+    assert "bad.csv: failed, no output written: record 17:" in result.stderr
+    assert "'abc'" in result.stderr
+    assert list(outputs(tmp_path / "out")) == ["good.csv.out"]  # no temporary files left
+
+
+def test_skip_writes_an_error_line_in_the_records_place(model_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    _bad_csv(tmp_path / "in" / "bad.csv", line=17)
+    good = np.delete(ROWS, 16, axis=0)
+    (tmp_path / "in" / "good.csv").write_bytes(csv_body(good))
+    args = [str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--on-error", "skip"]
+    result = _score(model_dir, *args, "--max-payload-mb", "0.0005")
+    assert result.returncode == 3, result.stderr
+    lines = (tmp_path / "out" / "bad.csv.out").read_bytes().split(b"\n")
+    error = orjson.loads(lines.pop(16))
+    assert error["record"] == 17
+    assert "'abc'" in error["error"]
+    assert b"\n".join(lines) == (tmp_path / "out" / "good.csv.out").read_bytes()
+
+
+def test_join_source_input_appends_the_answer_to_each_csv_row(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "x.csv").write_bytes(csv_body(ROWS))
+    plain = _score(model_dir, str(tmp_path / "x.csv"), "--output", str(tmp_path / "plain"))
+    joined = _score(
+        model_dir, str(tmp_path / "x.csv"), "--output", str(tmp_path / "joined"),
+        "--join-source", "Input",
+    )  # fmt: skip
+    assert plain.returncode == joined.returncode == 0, joined.stderr
+    answers = (tmp_path / "plain" / "x.csv.out").read_bytes().splitlines()
+    inputs = csv_body(ROWS).splitlines()
+    expected = b"".join(i + b"," + a + b"\n" for i, a in zip(inputs, answers, strict=True))
+    assert (tmp_path / "joined" / "x.csv.out").read_bytes() == expected
+
+
+def test_join_source_input_adds_sagemaker_output_to_json_lines(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "x.jsonl").write_bytes(jsonlines_body(ROWS[:3]) + b"[1.0, 2.0, 3.0, 4.0]\n")
+    result = run_cli(
+        ["score", "--model-dir", str(model_dir), str(tmp_path / "x.jsonl"),
+         "--output", str(tmp_path / "out"), "--content-type", "application/jsonlines",
+         "--accept", "application/jsonlines", "--join-source", "Input", "--workers", "1"],
+        server_env(8080, {}),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = [
+        orjson.loads(line) for line in (tmp_path / "out" / "x.jsonl.out").read_bytes().splitlines()
+    ]
+    assert lines[0]["features"] == ROWS[0].tolist()
+    assert len(lines[0]["SageMakerOutput"]["score"]) == 3
+    assert lines[3]["SageMakerInput"] == [1.0, 2.0, 3.0, 4.0]
+    assert set(lines[3]) == {"SageMakerInput", "SageMakerOutput"}
+
+
+def test_skip_existing_keeps_finished_outputs(model_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    for name in ("a.csv", "b.csv"):
+        (tmp_path / "in" / name).write_bytes(csv_body(ROWS))
+    args = [str(tmp_path / "in"), "--output", str(tmp_path / "out")]
+    assert _score(model_dir, *args).returncode == 0
+    first = outputs(tmp_path / "out")
+    (tmp_path / "out" / "a.csv.out").write_bytes(b"kept\n")
+    (tmp_path / "out" / "b.csv.out").unlink()
+    again = _score(model_dir, *args, "--skip-existing")
+    assert again.returncode == 0, again.stderr
+    assert "1 files scored" in again.stderr
+    assert "1 already done" in again.stderr
+    assert outputs(tmp_path / "out") == {"a.csv.out": b"kept\n", "b.csv.out": first["b.csv.out"]}
+
+
+def test_standard_input_is_answered_on_standard_output(model_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "x.csv").write_bytes(csv_body(ROWS))
+    assert _score(model_dir, str(tmp_path / "x.csv"), "--output", str(tmp_path)).returncode == 0
+    piped = subprocess.run(
+        [str(SMSERVE), "score", "-", "--model-dir", str(model_dir), "--content-type", "text/csv"],
+        input=csv_body(ROWS), capture_output=True, env=server_env(8080, {}), timeout=120,
+    )  # fmt: skip
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == (tmp_path / "x.csv.out").read_bytes()
+
+
+def test_a_record_over_the_payload_limit_fails_the_file(model_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "x.csv").write_bytes(b",".join([b"1.0"] * 2000) + b"\n")
+    result = _score(
+        model_dir, str(tmp_path / "x.csv"), "--output", str(tmp_path / "out"),
+        "--max-payload-mb", "0.001",
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "record 1 (byte 0) is larger than the mini-batch limit" in result.stderr
+
+
+def test_an_impossible_join_is_a_usage_error(model_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "x.csv").write_bytes(csv_body(ROWS))
+    result = _score(
+        model_dir, str(tmp_path / "x.csv"), "--output", str(tmp_path / "out"),
+        "--join-source", "Input", "--accept", "application/json",
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "--join-source Input joins text/csv input with text/csv output" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_only_finished_outputs(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_bytes(csv_body(ROWS))
+    big = np.random.default_rng(4).normal(size=(400_000, 4)).astype(np.float32)
+    (tmp_path / "in" / "b.csv").write_bytes(csv_body(big))
+    command = [
+        str(SMSERVE), "score", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
+        "--model-dir", str(model_dir), "--content-type", "text/csv", "--workers", "1",
+        "--max-payload-mb", "0.05", "--progress-every", "0.1",
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, env=server_env(8080, {}), stderr=subprocess.PIPE, start_new_session=True
+    )
+    assert process.stderr is not None
+    deadline = time.monotonic() + 60
+    while _records(process.stderr.readline()) <= len(ROWS) and time.monotonic() < deadline:
+        pass  # until a progress line shows a.csv done and b.csv begun
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C reaches the whole group
+    assert process.wait(timeout=60) == 130
+    with process.stderr:
+        assert b"interrupted" in process.stderr.read()
+    assert list(outputs(tmp_path / "out")) == ["a.csv.out"]
+
+
+def _records(log_line: bytes) -> int:
+    found = re.search(rb"([\d,]+) records ", log_line)
+    return int(found.group(1).replace(b",", b"")) if found else 0
