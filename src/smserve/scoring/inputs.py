@@ -44,6 +44,8 @@ def _expand(name: str, output_dir: Path | None) -> Iterator[InputFile]:
         yield InputFile(None, PurePath("stdin"), None)
         return
     root = Path(name)
+    if not root.exists():
+        raise ConfigError(f"{name}: no such file or folder")
     if output_dir is None:
         raise ConfigError(f"{name}: --output DIR is needed for file inputs (only - needs none)")
     if root.is_file():
@@ -52,7 +54,7 @@ def _expand(name: str, output_dir: Path | None) -> Iterator[InputFile]:
         for path in sorted(p for p in root.rglob("*") if p.is_file() and _visible(p, root)):
             yield _input(path, path.relative_to(root), output_dir)
     else:
-        raise ConfigError(f"{name}: no such file or folder")
+        raise ConfigError(f"{name}: neither a file nor a folder")
 
 
 def _visible(path: Path, root: Path) -> bool:
