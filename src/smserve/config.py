@@ -25,6 +25,7 @@ DEFAULT_MODELS_DIR = Path("/opt/ml/models")
 DEFAULT_TRAINING_BASE_DIR = Path("/opt/ml")
 DEFAULT_MAX_MODEL_UNPACKED_MB = 2048  # generous for XGBoost and k-means; refuses archive bombs
 LOG_LEVELS = ("debug", "info", "warning", "error")
+FRONTENDS = ("auto", "nginx", "gunicorn")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,11 @@ class Settings:
     timeout_s: int = 60  # SAGEMAKER_MODEL_SERVER_TIMEOUT
     keep_alive_s: int = 75  # SMSERVE_KEEP_ALIVE_S: idle keep-alive connections are kept this long
     graceful_timeout_s: int = 25  # SMSERVE_GRACEFUL_TIMEOUT_S: SIGTERM drain (kill at 30 s)
+    frontend: str = "auto"  # SMSERVE_FRONTEND: auto (nginx when installed) | nginx | gunicorn
+    client_header_timeout_s: int = 10  # SMSERVE_CLIENT_HEADER_TIMEOUT_S: whole headers by then
+    client_body_timeout_s: int = 10  # SMSERVE_CLIENT_BODY_TIMEOUT_S: longest stall in a body
+    max_connections: int = 4096  # SMSERVE_MAX_CONNECTIONS: open client connections (nginx)
+    keepalive_requests: int = 10000  # SMSERVE_KEEPALIVE_REQUESTS: requests per connection
     log_level: str = "info"  # SMSERVE_LOG_LEVEL
     default_accept: str | None = None  # SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT (None: algorithm's)
     max_payload_bytes: int = 6 * MIB  # SAGEMAKER_MAX_PAYLOAD_IN_MB (MiB) or MAX_CONTENT_LENGTH
@@ -79,6 +85,11 @@ class Settings:
             timeout_s=env.integer("SAGEMAKER_MODEL_SERVER_TIMEOUT", 60, minimum=1),
             keep_alive_s=env.integer("SMSERVE_KEEP_ALIVE_S", 75, minimum=0),
             graceful_timeout_s=env.integer("SMSERVE_GRACEFUL_TIMEOUT_S", 25, minimum=0),
+            frontend=env.choice("SMSERVE_FRONTEND", "auto", FRONTENDS),
+            client_header_timeout_s=env.integer("SMSERVE_CLIENT_HEADER_TIMEOUT_S", 10, minimum=1),
+            client_body_timeout_s=env.integer("SMSERVE_CLIENT_BODY_TIMEOUT_S", 10, minimum=1),
+            max_connections=env.integer("SMSERVE_MAX_CONNECTIONS", 4096, minimum=16),
+            keepalive_requests=env.integer("SMSERVE_KEEPALIVE_REQUESTS", 10000, minimum=1),
             log_level=env.choice(
                 "SMSERVE_LOG_LEVEL", "info", ("debug", "info", "warning", "error")
             ),

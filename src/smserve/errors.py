@@ -56,6 +56,14 @@ class NotAcceptable(ClientError):
 class PayloadTooLarge(ClientError):
     status = HTTPStatus.REQUEST_ENTITY_TOO_LARGE
 
+    @classmethod
+    def over(cls, limit_bytes: int) -> PayloadTooLarge:
+        """The error for a body over ``limit_bytes``, worded the same by every layer."""
+        return cls(
+            f"request body exceeds the {limit_bytes}-byte limit ({limit_bytes // 1048576} MiB); "
+            "send fewer records per request or raise SAGEMAKER_MAX_PAYLOAD_IN_MB"
+        )
+
 
 class ModelNotFound(ClientError):
     status = HTTPStatus.NOT_FOUND

@@ -9,6 +9,8 @@ import pytest
 
 from smserve.config import Settings
 from smserve.errors import ModelLoadError, StartupError
+from smserve.frontend.nginx import UPSTREAM_IDLE_S
+from smserve.http.draining import BodyDrain
 from smserve.http.process import (
     THREAD_VARIABLES,
     call_in_child,
@@ -44,7 +46,16 @@ def test_gunicorn_accepts_every_option() -> None:
     assert app.cfg.worker_class_str == "gthread"
     assert (app.cfg.workers, app.cfg.address) == (2, [("0.0.0.0", 9001)])
     assert app.cfg.control_socket_disable is True
-    assert app.load() is _wsgi_app  # the factory, called only in a worker
+    loaded = app.load()  # the factory, called only in a worker, behind the body drain
+    assert isinstance(loaded, BodyDrain)
+    assert loaded.app is _wsgi_app
+
+
+def test_behind_nginx_gunicorn_listens_on_the_unix_socket() -> None:
+    app = ServingApplication(Settings(keep_alive_s=5), lambda: _wsgi_app, bind="unix:/tmp/x.sock")
+    assert app.cfg.address == ["/tmp/x.sock"]
+    assert app.cfg.keepalive > UPSTREAM_IDLE_S  # outlives nginx's idle upstream connections
+    assert (app.cfg.limit_request_line, app.cfg.limit_request_field_size) == (0, 0)
 
 
 @pytest.mark.parametrize(

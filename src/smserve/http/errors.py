@@ -21,8 +21,7 @@ from werkzeug.exceptions import (
     RequestEntityTooLarge,
 )
 
-from smserve.config import MIB
-from smserve.errors import ServingError
+from smserve.errors import PayloadTooLarge, ServingError
 from smserve.media import JSON
 
 logger = logging.getLogger(__name__)
@@ -90,10 +89,7 @@ def _http_message(exc: HTTPException) -> str:
 
 def _too_large_message() -> str:
     limit: int = current_app.config["MAX_CONTENT_LENGTH"] or 0
-    return (
-        f"request body exceeds the {limit}-byte limit ({limit // MIB} MiB); send fewer records "
-        "per request or raise SAGEMAKER_MAX_PAYLOAD_IN_MB"
-    )
+    return PayloadTooLarge.over(limit).message
 
 
 def _unexpected_error(exc: Exception) -> Response:

@@ -18,20 +18,30 @@ Shutdown. SIGTERM makes gunicorn stop accepting, let in-flight requests finish w
 Access log. Off unless the log level is ``debug``: one log line per request costs time on the
 hot path, and SageMaker records invocations itself. Errors are always logged.
 
+Front end. With nginx installed (or SMSERVE_FRONTEND=nginx), gunicorn listens on a unix socket in
+the run directory and nginx on the port, run side by side by ``frontend.supervisor``; without
+it, gunicorn listens on the port itself (see ``smserve.frontend``). Behind nginx, gunicorn's
+header limits are lifted (nginx enforces its own, and answers them in JSON) and its keep-alive
+outlives nginx's idle upstream connections.
+
 Note that with gthread, gunicorn's ``timeout`` guards the worker's event loop, not the length of a
 request: a slow prediction is bounded by the platform's invocation timeout, not by gunicorn."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
+from smserve import frontend
 from smserve.config import Settings
+from smserve.frontend import nginx, supervisor
 from smserve.http import models
 from smserve.http.app import build_service, create_app
+from smserve.http.draining import BodyDrain
 from smserve.http.process import call_in_child
 from smserve.repository import runtime
 
@@ -42,10 +52,26 @@ AppFactory = Callable[[], WSGIApp]
 _SHM = "/dev/shm"
 
 
-def gunicorn_options(settings: Settings) -> dict[str, object]:
-    """gunicorn settings (by their config-file names) for ``settings``."""
+def gunicorn_options(settings: Settings, bind: str | None = None) -> dict[str, object]:
+    """gunicorn settings (by their config-file names) for ``settings``; ``bind`` is a unix
+    socket (``unix:PATH``) behind nginx, else None: the port, for gunicorn alone."""
+    options = _common_options(settings)
+    if bind is None:
+        return {**options, "bind": [f"0.0.0.0:{settings.port}"]}
+    return {**options, **_behind_proxy(settings), "bind": [bind]}
+
+
+def _behind_proxy(settings: Settings) -> dict[str, object]:
     return {
-        "bind": [f"0.0.0.0:{settings.port}"],
+        "keepalive": max(settings.keep_alive_s, nginx.UPSTREAM_IDLE_S + 15),
+        "limit_request_line": 0,  # 0: unlimited; nginx answers 414 itself
+        "limit_request_field_size": 0,
+        "limit_request_fields": 32768,
+    }
+
+
+def _common_options(settings: Settings) -> dict[str, object]:
+    return {
         "workers": settings.workers,
         "worker_class": "gthread",
         "threads": settings.threads,
@@ -67,8 +93,11 @@ class ServingApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is 
     """gunicorn without its command line: options come from Settings, the app from a factory
     called once in each worker (by default: ``create_app(settings)``, which loads the model)."""
 
-    def __init__(self, settings: Settings, app_factory: AppFactory | None = None) -> None:
-        self._options = gunicorn_options(settings)
+    def __init__(
+        self, settings: Settings, app_factory: AppFactory | None = None, bind: str | None = None
+    ) -> None:
+        self._options = gunicorn_options(settings, bind)
+        self._payload_limit = settings.max_payload_bytes
         self._factory = app_factory or (lambda: create_app(settings))
         super().__init__()
 
@@ -77,7 +106,8 @@ class ServingApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is 
             self.cfg.set(name, value)
 
     def load(self) -> WSGIApp:
-        return self._factory()
+        # Outermost: a body the app did not read is drained (or the connection closed) first.
+        return BodyDrain(self._factory(), self._payload_limit)
 
 
 def run(settings: Settings, app_factory: AppFactory | None = None) -> int:
@@ -90,8 +120,18 @@ def run(settings: Settings, app_factory: AppFactory | None = None) -> int:
     if app_factory is None:
         # In a child: loading runs OpenMP code, after which this master could not fork.
         call_in_child(check_model, settings)
+    if frontend.choose(settings, nginx.find_nginx()) == frontend.GUNICORN:
+        return serve_gunicorn(settings, app_factory)
+    upstream = functools.partial(serve_gunicorn, settings, app_factory)
+    return supervisor.run_proxied(settings, upstream)
+
+
+def serve_gunicorn(
+    settings: Settings, app_factory: AppFactory | None = None, bind: str | None = None
+) -> int:
+    """Run the gunicorn master until it stops; its exit status."""
     try:
-        ServingApplication(settings, app_factory).run()
+        ServingApplication(settings, app_factory, bind).run()
     except SystemExit as stop:
         # gunicorn ends its master (and each forked worker) with sys.exit(status).
         return _exit_status(stop.code)

@@ -1,0 +1,216 @@
+"""smserve through nginx, smserve with gunicorn alone, and MLServer 1.7.1, side by side in one
+run on the same model (XGBoost binary:logistic, 100 trees, depth 6, 50 features).
+
+* 1 row, one keep-alive client (http.client), p50/p99: smserve CSV on /invocations, MLServer
+  V2 infer (JSON tensor) on /v2/models/m/infer;
+* 16 concurrent keep-alive clients for ``--seconds`` with wrk (apt-get install wrk): requests
+  per second, p50 and p99;
+* 10,000 x 50 CSV -> CSV through smserve against the in-process floor (np.loadtxt + predict +
+  format).
+
+MLServer runs from its own virtual environment (it pins other versions of our dependencies;
+uvloop 0.22+ breaks its parallel workers: "There is no current event loop"):
+
+    python3 -m venv .venv-mlserver
+    .venv-mlserver/bin/pip install mlserver==1.7.1 mlserver-xgboost==1.7.1 "uvloop<0.22"
+    .venv/bin/python bench/peers.py [--mlserver PATH] [--workers 2] [--seconds 10]
+
+Both servers get ``--workers`` processes (MLServer: ``parallel_workers``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import harness  # noqa: E402
+import http_csv  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+WRK_SCRIPT = """
+wrk.method = "POST"
+wrk.body = {body}
+wrk.headers["Content-Type"] = "{content_type}"
+"""
+
+
+def main() -> None:
+    args = _arguments()
+    with tempfile.TemporaryDirectory() as scratch:
+        model_dir = Path(scratch) / "model"
+        floor = http_csv.xgboost_floor(model_dir)
+        results = {}
+        for name, env in (("smserve+nginx", "nginx"), ("smserve gunicorn-only", "gunicorn")):
+            with harness.server(model_dir, args.workers, SMSERVE_FRONTEND=env) as port:
+                results[name] = _measure_smserve(port, args, floor, Path(scratch))
+            print(name, results[name], flush=True)
+        if args.mlserver:
+            with _mlserver(Path(args.mlserver), model_dir, Path(scratch), args.workers) as port:
+                results["MLServer 1.7.1"] = _measure_mlserver(port, args, Path(scratch))
+    _report(results)
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    default_mlserver = ROOT / ".venv-mlserver" / "bin" / "mlserver"
+    parser.add_argument(
+        "--mlserver", default=str(default_mlserver) if default_mlserver.exists() else ""
+    )
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=2000)
+    return parser.parse_args()
+
+
+def _measure_smserve(
+    port: int, args: argparse.Namespace, floor: Callable[[bytes], bytes], scratch: Path
+) -> dict[str, float]:
+    client = harness.Client(port)
+    one = harness.csv_body(harness.rows(1))
+    samples = harness.timings_ms(lambda: client.post(one, "text/csv", "text/csv"), args.repeat)
+    result = _latency(samples)
+    result.update(_wrk(port, "/invocations", one, "text/csv", args.seconds, scratch))
+    big = harness.csv_body(harness.rows(10_000))
+    assert client.post(big, "text/csv", "text/csv") == floor(big), "HTTP and floor differ"
+    http_ms = harness.timings_ms(lambda: client.post(big, "text/csv", "text/csv"), 10, warmup=2)
+    floor_ms = harness.timings_ms(lambda: floor(big), 10, warmup=2)
+    result["10k_ms"] = harness.percentile(http_ms, 50)
+    result["10k_ratio"] = result["10k_ms"] / harness.percentile(floor_ms, 50)
+    return result
+
+
+def _measure_mlserver(port: int, args: argparse.Namespace, scratch: Path) -> dict[str, float]:
+    body = _v2_body(1)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+    def infer() -> None:
+        conn.request(
+            "POST", "/v2/models/m/infer", body=body, headers={"Content-Type": "application/json"}
+        )
+        response = conn.getresponse()
+        data = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"MLServer answered {response.status}: {data[:200]!r}")
+
+    result = _latency(harness.timings_ms(infer, args.repeat))
+    result.update(_wrk(port, "/v2/models/m/infer", body, "application/json", args.seconds, scratch))
+    return result
+
+
+def _v2_body(n: int) -> bytes:
+    data = harness.rows(n).astype(float).round(6).tolist()
+    tensor = {"name": "input-0", "shape": [n, harness.N_FEATURES], "datatype": "FP32", "data": data}
+    return json.dumps({"inputs": [tensor]}).encode()
+
+
+def _latency(samples: list[float]) -> dict[str, float]:
+    return {"p50_ms": harness.percentile(samples, 50), "p99_ms": harness.percentile(samples, 99)}
+
+
+def _wrk(
+    port: int, path: str, body: bytes, content_type: str, seconds: int, scratch: Path
+) -> dict[str, float]:
+    script = scratch / "post.lua"
+    script.write_text(WRK_SCRIPT.format(body=json.dumps(body.decode()), content_type=content_type))
+    command = ["wrk", "-t2", "-c16", f"-d{seconds}s", "--latency", "-s", str(script)]
+    output = subprocess.run(
+        [*command, f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True, check=True
+    ).stdout
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    if errors or "Socket errors" in output:
+        raise RuntimeError(f"wrk saw errors:\n{output}")
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),  # type: ignore[union-attr]
+        "c16_p50_ms": _wrk_ms(output, "50%"),
+        "c16_p99_ms": _wrk_ms(output, "99%"),
+    }
+
+
+def _wrk_ms(output: str, label: str) -> float:
+    value, unit = re.search(rf"{label}\s+([\d.]+)(us|ms|s)", output).groups()  # type: ignore[union-attr]
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+@contextlib.contextmanager
+def _mlserver(mlserver: Path, model_dir: Path, scratch: Path, workers: int) -> Iterator[int]:
+    repo = scratch / "mlserver"
+    (repo / "m").mkdir(parents=True)
+    shutil.copy(model_dir / "xgboost-model", repo / "m" / "model.json")
+    settings = {"implementation": "mlserver_xgboost.XGBoostModel", "name": "m"}
+    (repo / "m" / "model-settings.json").write_text(json.dumps(settings))
+    port = harness.free_port()
+    server = {
+        "http_port": port,
+        "grpc_port": harness.free_port(),
+        "metrics_port": harness.free_port(),
+    }
+    (repo / "settings.json").write_text(json.dumps({**server, "parallel_workers": workers}))
+    env = {**os.environ, "MLSERVER_LOGGING_LEVEL": "WARNING"}
+    process = subprocess.Popen(
+        [str(mlserver), "start", str(repo)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_mlserver(port, process)
+        yield port
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=15)
+
+
+def _wait_mlserver(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"MLServer exited with {process.returncode}")
+        with contextlib.suppress(OSError):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/v2/models/m/ready")
+            if conn.getresponse().status == 200:
+                return
+        time.sleep(0.25)
+    raise RuntimeError("MLServer did not become ready within 120 s")
+
+
+def _report(results: dict[str, dict[str, float]]) -> None:
+    columns = ("1-row p50", "p99", "16c rps", "16c p50", "16c p99", "10k ms", "10k/floor")
+    print(f"{'server':24} " + " ".join(f"{c:>9}" for c in columns))
+    for name, r in results.items():
+        tail = (
+            f"{r['10k_ms']:8.1f} {r['10k_ratio']:8.2f}x" if "10k_ms" in r else f"{'-':>8} {'-':>9}"
+        )
+        print(
+            f"{name:24} {r['p50_ms']:8.3f}ms {r['p99_ms']:6.2f}ms {r['rps']:9.0f} "
+            f"{r['c16_p50_ms']:6.2f}ms {r['c16_p99_ms']:6.2f}ms {tail}"
+        )
+    peer = results.get("MLServer 1.7.1")
+    if peer is None:
+        return
+    for name in ("smserve+nginx", "smserve gunicorn-only"):
+        ours = results[name]
+        print(
+            f"{name}: 1-row p50 {peer['p50_ms'] / ours['p50_ms']:.2f}x lower than MLServer, "
+            f"16-client throughput {ours['rps'] / peer['rps']:.2f}x MLServer's"
+        )
+
+
+if __name__ == "__main__":
+    main()
