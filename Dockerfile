@@ -71,6 +71,13 @@ LABEL org.opencontainers.image.title="smserve" \
       org.opencontainers.image.licenses="Apache-2.0" \
       com.amazonaws.sagemaker.capabilities.accept-bind-to-port=true \
       com.amazonaws.sagemaker.capabilities.multi-models=true
+# nginx in front of gunicorn (smserve.frontend): it reads whole requests, times out slow and
+# stalled clients and enforces the payload limit before a worker sees anything. nginx-light is
+# Debian's smallest build (about 3 MB); its packaged site and service files are not used.
+RUN apt-get update -qq \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light \
+    && rm -rf /var/lib/apt/lists/* /etc/nginx/sites-enabled/* \
+    && nginx -v
 COPY --from=deps /opt/venv /opt/venv
 COPY --from=wheel /wheels /tmp/wheels
 # `python` here is still the base image's interpreter (PATH is set below), whose pip installs
