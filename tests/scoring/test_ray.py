@@ -1,0 +1,111 @@
+"""The Ray Data engine on a local cluster (``ray.init(num_cpus=2)``): the same outputs as the
+local engine on multi-file inputs, and ModelScorer on Dataset batches. Few tests on purpose:
+a Ray cluster takes seconds to start on two cores."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from smserve.config import Settings
+from smserve.scoring.engine import Summary, score_files
+from smserve.scoring.inputs import discover
+from smserve.scoring.options import Plan, Run
+from smserve.scoring.progress import Progress
+from tests.scoring.conftest import csv_body, outputs, write_inputs
+
+ray = pytest.importorskip("ray")
+
+# Ray's own deprecation notices (its DataContext warns about its own defaults).
+pytestmark = [pytest.mark.process, pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")]
+
+
+FALLBACK = "scoring file by file"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def _both(model_dir: Path, inputs: Path, out: Path, plan: Plan) -> tuple[Summary, Summary]:
+    """The local engine's summary and outputs, then Ray's, on the same inputs."""
+    from smserve.ray.engine import score_files_on_ray
+
+    settings = Settings.from_env({}).replace(model_dir=model_dir, batch_mode=True)
+    run = Run(max_payload_bytes=2048, workers=2)
+    local = score_files(discover([str(inputs)], out / "local"), settings, plan, run, _quiet())
+    on_ray = score_files_on_ray(discover([str(inputs)], out / "ray"), settings, plan, run, _quiet())
+    return local, on_ray
+
+
+def _quiet() -> Progress:
+    return Progress(io.StringIO(), None, is_tty=False, interval_s=3600)
+
+
+def test_csv_through_read_csv_matches_the_local_engine(
+    cluster: None, model_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_inputs(tmp_path / "in", "text/csv")
+    plan = Plan(content_type="text/csv", accept="application/jsonlines")
+    local, on_ray = _both(model_dir, tmp_path / "in", tmp_path, plan)
+    assert FALLBACK not in caplog.text  # Arrow read every file
+    assert local.scored == on_ray.scored == 3
+    assert outputs(tmp_path / "ray") == outputs(tmp_path / "local")
+
+
+def test_a_file_arrow_rejects_fails_exactly_as_locally(
+    cluster: None, model_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_inputs(tmp_path / "in", "text/csv")
+    rows = np.ones((5, 4), dtype=np.float32)
+    (tmp_path / "in" / "ragged.data").write_bytes(csv_body(rows) + b"1,2\n")
+    local, on_ray = _both(model_dir, tmp_path / "in", tmp_path, Plan(content_type="text/csv"))
+    assert FALLBACK in caplog.text
+    assert (local.scored, local.failed) == (on_ray.scored, on_ray.failed) == (3, 1)
+    assert outputs(tmp_path / "ray") == outputs(tmp_path / "local")
+
+
+def test_json_lines_joined_file_by_file_match_the_local_engine(
+    cluster: None, model_dir: Path, tmp_path: Path
+) -> None:
+    write_inputs(tmp_path / "in", "application/jsonlines")
+    plan = Plan(
+        content_type="application/jsonlines", accept="application/json", join_source="Input"
+    )
+    local, on_ray = _both(model_dir, tmp_path / "in", tmp_path, plan)
+    assert local.scored == on_ray.scored == 3
+    assert outputs(tmp_path / "ray") == outputs(tmp_path / "local")
+
+
+def test_model_scorer_gives_the_endpoints_output_keys(cluster: None, model_dir: Path) -> None:
+    import ray.data
+
+    from smserve.algorithms import load_algorithm
+    from smserve.ray import ModelScorer
+    from smserve.types import Batch
+
+    x = np.random.default_rng(5).normal(size=(50, 4)).astype(np.float32)
+    items = [{"id": i, **{f"f{j}": float(v) for j, v in enumerate(row)}} for i, row in enumerate(x)]
+    environ = {"SAGEMAKER_INFERENCE_OUTPUT": "predicted_label,probabilities"}
+    dataset = ray.data.from_items(items).map_batches(
+        ModelScorer,
+        fn_constructor_kwargs={"model_dir": str(model_dir), "keep": ["id"], "environ": environ},
+        batch_format="pandas",
+        compute=ray.data.ActorPoolStrategy(size=1),
+        num_cpus=0.5,
+    )
+    rows = sorted(dataset.take_all(), key=lambda row: row["id"])
+    settings = Settings.from_env(environ).replace(model_dir=model_dir)
+    expected = load_algorithm(settings).predict(Batch(x)).outputs
+    assert set(rows[0]) == {"id", "predicted_label", "probabilities"}
+    np.testing.assert_array_equal([r["predicted_label"] for r in rows], expected["predicted_label"])
+    np.testing.assert_array_equal(
+        np.stack([r["probabilities"] for r in rows]), expected["probabilities"]
+    )
