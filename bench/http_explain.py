@@ -8,6 +8,7 @@ plain 1-row p50; 10,000 rows with ``approximate_contributions`` <= 2x the plain 
 request (mean); the exact 10,000-row cost is reported.
 
     .venv/bin/python bench/http_explain.py [--repeat-small 1000] [--repeat-large 10]
+        [--frontend auto|nginx|gunicorn]   (SMSERVE_FRONTEND for the server)
 """
 
 from __future__ import annotations
@@ -72,13 +73,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat-small", type=int, default=1000)
     parser.add_argument("--repeat-large", type=int, default=10)
+    parser.add_argument("--frontend", default="auto")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = Path(tmp, "xgb")
         harness.build_xgboost(model_dir)
-        with harness.server(model_dir, workers=1) as port:
+        with harness.server(model_dir, workers=1, SMSERVE_FRONTEND=args.frontend) as port:
             client = harness.Client(port)
-            print("== xgboost (100 trees, depth 6, 50 features), 1 worker")
+            print(f"== xgboost (100 trees, depth 6, 50 features), 1 worker, {args.frontend}")
             small(client, args.repeat_small)
             for accept in (CSV, RECORDIO):
                 large(client, args.repeat_large, accept)

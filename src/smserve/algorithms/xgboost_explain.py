@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import xgboost as xgb
 
-from smserve.algorithms.xgboost_model import Member
+from smserve.algorithms.xgboost_model import SMALL_BATCH_ROWS, Member
 from smserve.errors import PredictionError
 from smserve.types import Features
 
@@ -29,9 +29,13 @@ def explain(member: Member, features: Features, approximate: bool, nthread: int)
         sparse input explains as its dense equivalent with NaN does.
     Returns an ndarray of shape (n, F + 1), or (n, k, F + 1) for k classes or targets.
     """
-    booster = member.booster_for(int(features.shape[0]))
+    n_rows = int(features.shape[0])
+    booster = member.booster_for(n_rows)
+    # A small batch is one thread's work, as in xgboost_model: a DMatrix built with more
+    # threads makes the explanation wait on the others (measured: 0.46 ms vs 7 ms, 1 row).
+    threads = 1 if n_rows <= SMALL_BATCH_ROWS else nthread
     try:
-        matrix = xgb.DMatrix(features, missing=np.nan, nthread=nthread)
+        matrix = xgb.DMatrix(features, missing=np.nan, nthread=threads)
         result = booster.predict(
             matrix,
             pred_contribs=True,
