@@ -27,7 +27,7 @@ def test_gunicorn_options_come_from_settings() -> None:
     settings = Settings(port=9000, workers=3, threads=4, timeout_s=70, keep_alive_s=5)
     options = gunicorn_options(settings.replace(graceful_timeout_s=12, log_level="warning"))
     assert options["bind"] == ["0.0.0.0:9000"]
-    assert (options["workers"], options["threads"], options["worker_class"]) == (3, 4, "gthread")
+    assert (options["workers"], options["threads"], options["worker_class"]) == (3, 4, "smserve.http.worker.JsonErrorWorker")
     assert (options["timeout"], options["keepalive"], options["graceful_timeout"]) == (70, 5, 12)
     assert (options["loglevel"], options["accesslog"]) == ("warning", None)
     assert options["preload_app"] is False
@@ -43,7 +43,7 @@ def _wsgi_app(environ: object, start_response: object) -> list[bytes]:
 
 def test_gunicorn_accepts_every_option() -> None:
     app = ServingApplication(Settings(port=9001, workers=2), app_factory=lambda: _wsgi_app)
-    assert app.cfg.worker_class_str == "gthread"
+    assert app.cfg.worker_class_str == "smserve.http.worker.JsonErrorWorker"
     assert (app.cfg.workers, app.cfg.address) == (2, [("0.0.0.0", 9001)])
     assert app.cfg.control_socket_disable is True
     loaded = app.load()  # the factory, called only in a worker, behind the body drain

@@ -244,3 +244,18 @@ def test_gunicorn_alone_is_still_a_choice(alone: Server) -> None:
     assert response.status == 200
     assert response.getheader("Server") != "nginx"
     connection.close()
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        (b"GET /ping HTTP/1.1\r\nHost: t\r\nX-Bad: a\x00b\r\n\r\n", 400),
+        (b"GET /" + b"a" * 5000 + b" HTTP/1.1\r\nHost: t\r\n\r\n", 414),
+        (b"GET /ping HTTP/1.1\r\nHost: t\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n", 431),
+        (b"POST /invocations HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 400),
+    ],
+)
+def test_gunicorn_alone_answers_its_own_errors_in_json(
+    alone: Server, request_bytes: bytes, status: int
+) -> None:
+    assert_json_error(raw(alone, request_bytes), status)

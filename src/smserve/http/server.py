@@ -73,7 +73,7 @@ def _behind_proxy(settings: Settings) -> dict[str, object]:
 def _common_options(settings: Settings) -> dict[str, object]:
     return {
         "workers": settings.workers,
-        "worker_class": "gthread",
+        "worker_class": "smserve.http.worker.JsonErrorWorker",  # gthread, JSON parse errors
         "threads": settings.threads,
         "timeout": settings.timeout_s,
         "keepalive": settings.keep_alive_s,

@@ -1,0 +1,67 @@
+"""gunicorn's gthread worker, answering the errors gunicorn raises itself in our JSON envelope.
+
+gunicorn answers a request it cannot parse (a NUL byte in a header, a request line or header
+over its limits, a bad chunked body) with an HTML page of its own, before any app runs. Behind
+nginx such requests never reach it (nginx refuses them first, in JSON); with gunicorn alone
+this worker writes the same ``{"error", "message"}`` envelope, then closes the connection as
+gunicorn does."""
+
+from __future__ import annotations
+
+import json
+from http import HTTPStatus
+from socket import socket
+from typing import Any
+
+from gunicorn.http import errors as parse_errors
+from gunicorn.util import write_nonblock
+from gunicorn.workers.gthread import ThreadWorker
+
+from smserve.media import JSON
+
+_STATUS_BY_ERROR: tuple[tuple[type[Exception], HTTPStatus], ...] = (
+    (parse_errors.LimitRequestLine, HTTPStatus.REQUEST_URI_TOO_LONG),
+    (parse_errors.LimitRequestHeaders, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE),
+    (parse_errors.UnsupportedTransferCoding, HTTPStatus.NOT_IMPLEMENTED),
+    (parse_errors.ExpectationFailed, HTTPStatus.EXPECTATION_FAILED),
+    (parse_errors.ForbiddenProxyRequest, HTTPStatus.FORBIDDEN),
+)
+
+
+class JsonErrorWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyped
+    """``ThreadWorker`` whose own error answers are JSON (its request handling is unchanged)."""
+
+    def handle_error(self, req: Any, client: socket, addr: Any, exc: Exception) -> None:
+        status = error_status(exc)
+        if status == HTTPStatus.INTERNAL_SERVER_ERROR:
+            self.log.exception("error handling a request")
+            message = "internal server error"
+        else:
+            self.log.warning("invalid request from %s: %s", (addr or ("",))[0], exc)
+            message = f"malformed HTTP request: {exc}"
+        try:
+            write_nonblock(client, error_bytes(status, message))
+        except OSError:
+            self.log.debug("failed to send an error answer")
+
+
+def error_status(exc: Exception) -> HTTPStatus:
+    """The status gunicorn gives a parse error (its own mapping), 500 for anything else."""
+    if isinstance(exc, parse_errors.InvalidResponseHeader | parse_errors.InvalidResponseHeaderName):
+        return HTTPStatus.INTERNAL_SERVER_ERROR  # the app's header, not the client's fault
+    for kind, status in _STATUS_BY_ERROR:
+        if isinstance(exc, kind):
+            return status
+    if isinstance(exc, parse_errors.ParseException):
+        return HTTPStatus.BAD_REQUEST
+    return HTTPStatus.INTERNAL_SERVER_ERROR
+
+
+def error_bytes(status: HTTPStatus, message: str) -> bytes:
+    """A whole HTTP/1.1 answer: the envelope, ``Connection: close``."""
+    body = json.dumps({"error": message, "message": message}).encode()
+    head = (
+        f"HTTP/1.1 {status.value} {status.phrase}\r\nConnection: close\r\n"
+        f"Content-Type: {JSON}\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode("latin-1") + body
