@@ -19,6 +19,7 @@ from smserve.media import JSON, MediaType
 from smserve.types import Batch, Prediction
 
 BOM = b"\xef\xbb\xbf"
+_NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
 
 class JsonCodec:
@@ -95,13 +96,28 @@ def prediction_objects(prediction: Prediction) -> list[bytes]:
         return []
     keys = (orjson.dumps(name).replace(b"%", b"%%") for name in prediction.names)
     template = b"{" + b",".join(key + b":%b" for key in keys) + b"}"
-    columns = [_cells(array, number_tokens(array)) for _, array in prediction.items()]
+    columns = [_cells(array) for _, array in prediction.items()]
     return list(map(template.__mod__, zip(*columns, strict=True)))
 
 
-def _cells(array: np.ndarray, tokens: list[bytes]) -> list[bytes]:
+def _cells(array: np.ndarray) -> list[bytes]:
     """One JSON value per row: a number, a list, or for (n, k, m) a list of k lists."""
+    if array.ndim > 1 and array.dtype.kind == "f" and array.size:
+        return _float_lists(array)
+    return _nested(array, number_tokens(array))
+
+
+def _float_lists(array: np.ndarray) -> list[bytes]:
+    """The rows of a float vector output from one orjson call on the whole array (the same
+    text as ``number_tokens``: float64, NaN and infinities as null), split between rows."""
+    depth = array.ndim - 1
+    text = orjson.dumps(np.ascontiguousarray(array, dtype=np.float64), option=_NUMPY)
+    pieces = text[depth + 1 : -(depth + 1)].split(b"]" * depth + b",[" + b"[" * (depth - 1))
+    return list(map((b"[" * depth + b"%b" + b"]" * depth).__mod__, pieces))
+
+
+def _nested(array: np.ndarray, tokens: list[bytes]) -> list[bytes]:
     if array.ndim <= 2:
         return row_cells(array, tokens, b",", b"[%b]")
     inner = row_cells(array.reshape(-1, array.shape[-1]), tokens, b",", b"[%b]")
-    return _cells(np.broadcast_to(np.float32(0), array.shape[:-1]), inner)
+    return _nested(np.broadcast_to(np.float32(0), array.shape[:-1]), inner)

@@ -98,3 +98,33 @@ def test_recordio_writes_a_float32_label_tensor_per_key(contributions: np.ndarra
         tensor = record.label["contributions"].float32_tensor
         np.testing.assert_array_equal(np.array(tensor.values, np.float32), values.reshape(-1))
         assert list(record.label["predicted_label"].float32_tensor.values) == [float(label)]
+
+
+def _wide(rows: int = 40, width: int = 51) -> np.ndarray:
+    """Contributions-like values with the ones orjson writes unlike repr: tiny, NaN, inf."""
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=(rows, width)) * rng.choice([1.0, 1e-6, 0.0], size=(rows, width))
+    values[3, 7], values[9, 0], values[11, 50] = np.nan, np.inf, -3e-9
+    return values.astype(np.float32)
+
+
+def test_csv_wide_columns_are_written_as_repr_writes_them() -> None:
+    wide = _wide()
+    prediction = Prediction({"contributions": wide}, columns=("contributions",))
+    expected = "".join(
+        ",".join(repr(float(v)) for v in row) + "\n" for row in wide.astype(np.float64)
+    )
+    assert CsvCodec().encode(prediction).decode() == expected
+
+
+@pytest.mark.parametrize("shape", [(40, 51), (8, 3, 17), (1, 2, 51)])
+def test_json_wide_lists_hold_every_value_with_null_for_nan_and_inf(
+    shape: tuple[int, ...],
+) -> None:
+    wide = _wide().reshape(-1)[: int(np.prod(shape))].reshape(shape)
+    body = json.loads(JsonCodec().encode(Prediction({"contributions": wide})))
+    expected = np.where(np.isfinite(wide), wide.astype(np.float64), np.nan)
+    got = np.array(
+        [row["contributions"] for row in body["predictions"]], dtype=np.float64
+    )  # null -> nan
+    np.testing.assert_array_equal(got, expected)
