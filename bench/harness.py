@@ -83,17 +83,22 @@ def server(model_dir: Path, workers: int = 1, **env: str) -> Iterator[int]:
 
 
 def _wait_ready(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
+    wait_ready(port, process, "/ping", 60)
+
+
+def wait_ready(port: int, process: subprocess.Popen[bytes], path: str, timeout_s: float) -> None:
+    """Poll GET ``path`` until it answers 200; raises if ``process`` exits or time runs out."""
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"smserve exited with {process.returncode}")
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
         with contextlib.suppress(OSError):
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/ping")
+            conn.request("GET", path)
             if conn.getresponse().status == 200:
                 return
         time.sleep(0.1)
-    raise RuntimeError("smserve did not become ready within 60 s")
+    raise RuntimeError(f"{process.args!r} was not ready within {timeout_s} s")
 
 
 @dataclass

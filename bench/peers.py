@@ -32,7 +32,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -169,7 +168,7 @@ def _mlserver(mlserver: Path, model_dir: Path, scratch: Path, workers: int) -> I
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_mlserver(port, process)
+        harness.wait_ready(port, process, "/v2/models/m/ready", 120)
         yield port
     finally:
         process.terminate()
@@ -178,20 +177,6 @@ def _mlserver(mlserver: Path, model_dir: Path, scratch: Path, workers: int) -> I
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=15)
-
-
-def _wait_mlserver(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"MLServer exited with {process.returncode}")
-        with contextlib.suppress(OSError):
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/v2/models/m/ready")
-            if conn.getresponse().status == 200:
-                return
-        time.sleep(0.25)
-    raise RuntimeError("MLServer did not become ready within 120 s")
 
 
 def _report(results: dict[str, dict[str, float]]) -> None:
