@@ -22,9 +22,11 @@ pytestmark = pytest.mark.process
 ROWS = np.random.default_rng(3).normal(size=(30, 4)).astype(np.float32)
 
 
-def _score(model_dir: Path, *args: str, **kwargs: str) -> subprocess.CompletedProcess[str]:
+def _score(
+    model_dir: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     base = ["score", "--model-dir", str(model_dir), "--content-type", "text/csv", "--workers", "1"]
-    return run_cli([*base, *args], server_env(8080, {}), **kwargs)  # type: ignore[arg-type]
+    return run_cli([*base, *args], env or server_env(8080, {}))
 
 
 def _bad_csv(path: Path, line: int) -> None:
@@ -172,3 +174,22 @@ def test_ctrl_c_stops_cleanly_and_keeps_only_finished_outputs(
 def _records(log_line: bytes) -> int:
     found = re.search(rb"([\d,]+) records ", log_line)
     return int(found.group(1).replace(b",", b"")) if found else 0
+
+
+def test_selectable_outputs_come_from_the_same_environment_as_the_endpoints(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    from smserve.config import Settings
+    from smserve.http.app import create_app
+
+    environ = {"SAGEMAKER_INFERENCE_OUTPUT": "predicted_label,probabilities"}
+    (tmp_path / "x.csv").write_bytes(csv_body(ROWS))
+    result = _score(model_dir, str(tmp_path / "x.csv"), "--output", str(tmp_path / "out"),
+                    env=server_env(8080, environ))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    settings = Settings.from_env({**environ, "SAGEMAKER_BATCH": "true"})
+    client = create_app(settings.replace(model_dir=model_dir)).test_client()
+    response = client.post("/invocations", data=csv_body(ROWS), content_type="text/csv")
+    assert response.status_code == 200
+    assert (tmp_path / "out" / "x.csv.out").read_bytes() == response.data
+    assert response.data.startswith(b'1,"[') or response.data[:2] in (b"0,", b"2,")

@@ -23,8 +23,11 @@ class Progress:
         self.interval_s = REDRAW_S if is_tty else interval_s
         self.records = self.bytes_done = 0
         self.started = self._shown = time.monotonic()
+        self.first: tuple[float, int] | None = None
 
     def advance(self, records: int, input_bytes: int) -> None:
+        if self.first is None:  # start-up (workers loading the model) ends here
+            self.first = (time.monotonic(), records)
         self.records += records
         self.bytes_done += input_bytes
         now = time.monotonic()
@@ -37,11 +40,20 @@ class Progress:
         if self.is_tty:
             self.stream.write("\r" + " " * 100 + "\r")
             self.stream.flush()
-        elapsed = max(time.monotonic() - self.started, 1e-9)
+        now = time.monotonic()
+        elapsed = max(now - self.started, 1e-9)
         return (
             f"{self.records:,} records in {elapsed:.1f} s ({self.records / elapsed:,.0f} "
-            f"records/s, {self.bytes_done / elapsed / 1e6:.1f} MB/s)"
+            f"records/s, {self.bytes_done / elapsed / 1e6:.1f} MB/s{self._steady(now)})"
         )
+
+    def _steady(self, now: float) -> str:
+        """The rate once the first answer was in, which leaves start-up out."""
+        if self.first is None or now - self.first[0] <= 0:
+            return ""
+        start_up = self.first[0] - self.started
+        rate = (self.records - self.first[1]) / (now - self.first[0])
+        return f"; {rate:,.0f} records/s after {start_up:.1f} s of start-up"
 
     def _show(self, now: float) -> None:
         if self.is_tty:

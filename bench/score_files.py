@@ -1,0 +1,189 @@
+"""Offline scoring throughput: `smserve score` (local engine, and --engine ray) against the
+in-process floor and the endpoint path, on one CSV file of N rows x 50 features.
+
+    .venv/bin/python bench/score_files.py                 # 1,000,000 rows, 2 workers
+    .venv/bin/python bench/score_files.py --rows 100000 --skip-ray
+
+* floor: `np.loadtxt` + `inplace_predict` + formatting, 6 MiB of lines at a time, one
+  process per worker over its half of the file (model load excluded, so the floor is generous).
+* score: `smserve score --workers N`, wall time of the whole command (start-up included).
+* ray: `smserve score --engine ray --workers N` (a fresh local Ray cluster; start-up included).
+* endpoint: `smserve serve` with N workers and SAGEMAKER_BATCH=true, the file POSTed in 6 MiB
+  mini-batches over N keep-alive connections, as Batch Transform does.
+Peak RSS is the largest sum over the command's process tree, sampled every 0.1 s. Answers of
+score, ray and endpoint are checked to be byte-identical."""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import hashlib
+import io
+import multiprocessing
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+sys.path.insert(0, str(Path(__file__).parent))
+import harness  # noqa: E402
+
+MIB = 1024 * 1024
+PIECE_ROWS = 50_000
+
+
+def write_csv(path: Path, n_rows: int) -> None:
+    if path.exists() and path.with_suffix(".rows").read_text() == str(n_rows):
+        return
+    with path.open("wb") as sink:
+        for start in range(0, n_rows, PIECE_ROWS):
+            sink.write(harness.csv_body(harness.rows(min(PIECE_ROWS, n_rows - start), start)))
+    path.with_suffix(".rows").write_text(str(n_rows))
+
+
+def _floor_part(args: tuple[str, str, int, int]) -> tuple[int, float]:
+    import xgboost as xgb
+
+    model, data, start, stop = args
+    booster = xgb.Booster(model_file=model)
+    rows, began = 0, time.perf_counter()
+    with open(data, "rb") as source:
+        source.seek(start)
+        carry = b""
+        while source.tell() < stop or carry:
+            block = carry + source.read(min(6 * MIB, max(stop - source.tell(), 0)))
+            cut = len(block) if source.tell() >= stop else block.rfind(b"\n") + 1
+            body, carry = block[:cut], block[cut:]
+            if not body:
+                break
+            x = np.loadtxt(io.StringIO(body.decode()), delimiter=",", ndmin=2, dtype=np.float32)
+            values = booster.inplace_predict(x).astype(np.float64).tolist()
+            _ = ("\n".join(map(repr, values)) + "\n").encode()
+            rows += len(x)
+    return rows, time.perf_counter() - began
+
+
+def floor(model: Path, data: Path, workers: int) -> float:
+    """Rows per second of the floor; the file is cut at newlines into ``workers`` parts."""
+    size = data.stat().st_size
+    bounds = [0]
+    with data.open("rb") as source:
+        for i in range(1, workers):
+            source.seek(size * i // workers)
+            source.readline()
+            bounds.append(source.tell())
+    bounds.append(size)
+    os.environ["OMP_NUM_THREADS"] = "1"
+    context = multiprocessing.get_context("spawn")
+    parts = [(str(model), str(data), a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    with context.Pool(workers) as pool:
+        results = pool.map(_floor_part, parts)
+    return sum(r for r, _ in results) / max(t for _, t in results)
+
+
+def timed(command: list[str]) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS of the process tree (MiB) and stderr of ``command``."""
+    began = time.perf_counter()
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    peak, tree = 0, psutil.Process(process.pid)
+    reader = concurrent.futures.ThreadPoolExecutor(1).submit(process.stderr.read)  # type: ignore[union-attr]
+    while process.poll() is None:
+        try:
+            procs = [tree, *tree.children(recursive=True)]
+            peak = max(peak, sum(p.memory_info().rss for p in procs))
+        except psutil.Error:
+            pass
+        time.sleep(0.1)
+    stderr = reader.result()
+    if process.returncode != 0:
+        raise RuntimeError(f"{command[1:3]} exited {process.returncode}: {stderr[-2000:]}")
+    return time.perf_counter() - began, peak / MIB, stderr
+
+
+def endpoint(model_dir: Path, data: Path, out: Path, workers: int) -> float:
+    from smserve.scoring.split import chunks
+
+    local = threading.local()
+
+    def post(body: bytes) -> bytes:
+        if not hasattr(local, "client"):
+            local.client = harness.Client(port)
+        return local.client.post(body, "text/csv", "text/csv")
+
+    began = time.perf_counter()
+    with harness.server(model_dir, workers=workers, SAGEMAKER_BATCH="true") as port:
+        with data.open("rb") as source, out.open("wb") as sink:
+            with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+                window: deque[concurrent.futures.Future[bytes]] = deque()
+                for chunk in chunks(source, "Line", 6 * MIB):
+                    window.append(pool.submit(post, chunk.body))
+                    while len(window) > 2 * workers:
+                        sink.write(window.popleft().result())
+                while window:
+                    sink.write(window.popleft().result())
+    return time.perf_counter() - began
+
+
+def steady_rate(log: str) -> float:
+    """The rate `smserve score` reports once its workers answered the first mini-batch."""
+    found = re.search(r"; ([\d,]+) records/s after", log)
+    return float(found.group(1).replace(",", "")) if found else float("nan")
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/smserve-score-bench"))
+    parser.add_argument("--skip-ray", action="store_true")
+    parser.add_argument("--skip-endpoint", action="store_true")
+    args = parser.parse_args()
+    model_dir, data = args.dir / "model", args.dir / "in" / "data.csv"
+    harness.build_xgboost(model_dir)
+    data.parent.mkdir(parents=True, exist_ok=True)
+    write_csv(data, args.rows)
+    n, size_mb = args.rows, data.stat().st_size / 1e6
+    print(f"{n:,} rows x 50 features, {size_mb:,.0f} MB of CSV, {args.workers} workers", flush=True)
+    floor_rate = floor(model_dir / "xgboost-model", data, args.workers)
+    print(f"floor      {floor_rate:>10,.0f} rows/s", flush=True)
+    base = [
+        harness.SMSERVE, "score", str(data), "--model-dir", str(model_dir),
+        "--content-type", "text/csv", "--accept", "text/csv", "--workers", str(args.workers),
+    ]  # fmt: skip
+    wall, rss, log = timed([*base, "--output", str(args.dir / "local")])
+    local_rate = n / wall
+    report("score", local_rate, wall, f"{local_rate / floor_rate:.2f}x floor", rss)
+    steady = steady_rate(log)
+    print(f"  score after start-up: {steady:,.0f} rows/s, {steady / floor_rate:.2f}x floor")
+    reference = digest(args.dir / "local" / "data.csv.out")
+    if not args.skip_ray:
+        wall, rss, _ = timed([*base, "--output", str(args.dir / "ray"), "--engine", "ray"])
+        same = digest(args.dir / "ray" / "data.csv.out") == reference
+        report("ray", n / wall, wall, f"{n / wall / local_rate:.2f}x score", rss, same)
+    if not args.skip_endpoint:
+        wall = endpoint(model_dir, data, args.dir / "endpoint.out", args.workers)
+        same = digest(args.dir / "endpoint.out") == reference
+        report("endpoint", n / wall, wall, f"{n / wall / local_rate:.2f}x score", None, same)
+
+
+def report(
+    name: str, rate: float, wall: float, ratio: str, rss: float | None, same: bool | None = None
+) -> None:
+    memory = "" if rss is None else f"  peak RSS {rss:,.0f} MiB"
+    check = "" if same is None else f"  identical to score: {same}"
+    print(f"{name:<10} {rate:>10,.0f} rows/s  {wall:6.1f} s  {ratio}{memory}{check}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
