@@ -17,6 +17,7 @@ import numpy.typing as npt
 import orjson
 
 from smserve.codecs.base import TEXT_PARAMETERS, UNNAMED, DecodeContext
+from smserve.codecs.csv_arrow import ARROW_MIN_BYTES, parse_large
 from smserve.codecs.text import (
     blank_line_error,
     decode_utf8,
@@ -70,6 +71,9 @@ class CsvCodec:
             raise DecodeError("text/csv: the body is empty; send one row of features per line")
         if self.records_per_line:
             _check_no_blank_lines(text)
+        large = parse_large(body) if len(body) >= ARROW_MIN_BYTES else None
+        if large is not None:
+            return Batch(large, _locator(text))
         try:
             features = load_numbers(text, ",", np.float32)
         except ValueError:  # empty fields, lines of only spaces, or a real error

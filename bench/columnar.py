@@ -1,0 +1,81 @@
+"""Columnar bodies and CSV at Arrow speed: 10,000 x 50 requests over HTTP in CSV, Parquet
+and Arrow IPC stream (each answered in its own format), the 1-row CSV request, and the
+in-process numpy floor (np.loadtxt + predict + format) measured in the same run; plus the
+CSV decode alone, numpy path against the Arrow path. XGBoost: 100 trees, depth 6, 50
+features (``harness.build_xgboost``). Prints timings; asserts nothing.
+
+    .venv/bin/python bench/columnar.py [--repeat-small 2000] [--repeat-large 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).parent))
+import harness  # noqa: E402
+import http_csv  # noqa: E402
+
+from smserve import media  # noqa: E402
+from smserve.codecs.csv import CsvCodec  # noqa: E402
+from smserve.codecs.text import load_numbers  # noqa: E402
+
+
+def bodies(matrix: np.ndarray) -> dict[str, bytes]:
+    table = pa.table({f"f{i}": matrix[:, i] for i in range(matrix.shape[1])})
+    parquet, stream = io.BytesIO(), pa.BufferOutputStream()
+    pq.write_table(table, parquet)
+    with pa.ipc.new_stream(stream, table.schema) as writer:
+        writer.write_table(table)
+    return {
+        media.CSV: harness.csv_body(matrix),
+        media.PARQUET: parquet.getvalue(),
+        media.ARROW_STREAM: bytes(stream.getvalue()),
+    }
+
+
+def decode_only(body: bytes, repeat: int) -> None:
+    codec, parsed = CsvCodec(), media.MediaType(media.CSV)
+    numpy_path = harness.timings_ms(lambda: load_numbers(body.decode(), ",", np.float32), repeat)
+    arrow_path = harness.timings_ms(lambda: codec.decode(body, parsed), repeat)
+    print(f"  CSV decode 10k x 50, numpy path   {harness.summary(numpy_path)}")
+    print(f"  CSV decode 10k x 50, codec (Arrow) {harness.summary(arrow_path)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat-small", type=int, default=2000)
+    parser.add_argument("--repeat-large", type=int, default=20)
+    args = parser.parse_args()
+    large, small = bodies(harness.rows(10_000)), harness.csv_body(harness.rows(1))
+    with tempfile.TemporaryDirectory() as tmp:
+        floor = http_csv.xgboost_floor(Path(tmp))
+        decode_only(large[media.CSV], args.repeat_large)
+        floor_large = harness.timings_ms(lambda: floor(large[media.CSV]), args.repeat_large, 2)
+        floor_mean = statistics.fmean(floor_large)
+        print(f"  floor 10k x 50 (numpy)  {harness.summary(floor_large)}")
+        with harness.server(Path(tmp), workers=1) as port:
+            post = harness.Client(port).post
+            one = harness.timings_ms(lambda: post(small, media.CSV, media.CSV), args.repeat_small)
+            print(f"  HTTP CSV 1 row          {harness.summary(one)}")
+            for content_type, body in large.items():
+                samples = harness.timings_ms(
+                    lambda b=body, t=content_type: post(b, t, t), args.repeat_large, warmup=2
+                )
+                ratio = statistics.fmean(samples) / floor_mean
+                print(
+                    f"  HTTP {content_type:<36} {len(body) / 1e6:.2f} MB  "
+                    f"{harness.summary(samples)}  {ratio:.2f}x floor"
+                )
+
+
+if __name__ == "__main__":
+    main()
