@@ -9,14 +9,17 @@
 #   4. `docker stop -t 30` (SIGTERM, SIGKILL 30 s later, as SageMaker does): the server must exit
 #      0 well before the SIGKILL
 #   5. SAGEMAKER_BIND_TO_PORT (the accept-bind-to-port label's promise)
+#   6. the SageMaker Python SDK's local mode (tests/local_mode): deploy, predict and a local
+#      Batch Transform through Docker Compose, compared with in-process predictions
 #
 #   local_test/container_test.sh
 #
 # Environment: SMSERVE_TEST_IMAGE (default smserve:test), SMSERVE_SKIP_BUILD=1 (test an image
-# already built), DOCKER_BUILD_ARGS (extra `docker build` words).
+# already built), DOCKER_BUILD_ARGS (extra `docker build` words), SMSERVE_SKIP_LOCAL_MODE=1
+# (leave out step 6).
 # Uses the Docker engine when `docker info` works; otherwise sets one up with
-# ../shared/tools/container-engine.sh (podman serving the Docker API; -p publishing works
-# through it unchanged). Containers it started are removed on exit, whatever happens.
+# local_test/container_engine.sh (podman serving the Docker API, a local python:3.11-slim;
+# -p publishing works through it unchanged). Containers it started are removed on exit.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -50,21 +53,6 @@ trap 'exit 130' INT TERM
 
 # --- engine -------------------------------------------------------------------------------------
 
-engine_script() {
-  local top candidate
-  top="$(git -C "$repo_root" rev-parse --show-toplevel 2>/dev/null || echo "$repo_root")"
-  for candidate in \
-    "${SMSERVE_CONTAINER_ENGINE_SCRIPT:-}" \
-    "$top/../shared/tools/container-engine.sh" \
-    "$repo_root/../shared/tools/container-engine.sh"; do
-    if [ -n "$candidate" ] && [ -f "$candidate" ]; then
-      echo "$candidate"
-      return 0
-    fi
-  done
-  return 1
-}
-
 ensure_engine() {
   command -v docker >/dev/null || die "no docker CLI on PATH"
   if docker info >/dev/null 2>&1; then
@@ -73,9 +61,8 @@ ensure_engine() {
     log "using the container engine at ${DOCKER_HOST:-the default socket}"
     return
   fi
-  local script export_line
-  script="$(engine_script)" || die "docker has no engine and ../shared/tools/container-engine.sh was not found"
-  log "no engine answers; setting one up with $script (about 2 minutes the first time)"
+  local script="$here/container_engine.sh" export_line
+  log "no engine answers; setting one up with $script (a few minutes the first time)"
   export_line="$(bash "$script" | grep -E '^export DOCKER_HOST=' | tail -n 1)" \
     || die "$script failed"
   [ -n "$export_line" ] || die "$script printed no export line"
@@ -265,6 +252,35 @@ bind_to_port() {
   docker rm -f "$container" >/dev/null 2>&1 || true
 }
 
+# --- 6. the SageMaker SDK's local mode --------------------------------------------------------
+
+# tests/local_mode with the real SDK: Model.deploy(instance_type="local") from a file://
+# model.tar.gz for both algorithms, Predictor (CSV -> JSON, RecordIO), and a local Transformer
+# job split into several mini-batches, all through Docker Compose against this engine.
+sdk_local_mode() {
+  local pytest="$repo_root/.venv/bin/pytest" start status=0
+  if ! docker compose version >/dev/null 2>&1 && ! command -v docker-compose >/dev/null; then
+    fail "the SDK's local mode needs Docker Compose: apt-get install docker-compose"
+    record "sdk local mode" "FAILED: no docker compose / docker-compose"
+    return
+  fi
+  if [ ! -x "$pytest" ]; then
+    fail "no $pytest: ./run-tests creates .venv with the SageMaker SDK"
+    record "sdk local mode" "FAILED: no .venv"
+    return
+  fi
+  log "SageMaker SDK local mode: pytest tests/local_mode against $image"
+  start="$(now)"
+  (cd "$repo_root" && SMSERVE_LOCAL_MODE_IMAGE="$image" "$pytest" -q -p no:cacheprovider \
+    tests/local_mode) >&2 || status=$?
+  if [ "$status" -eq 0 ]; then
+    record "sdk local mode" "deploy + Predictor + Transformer: passed in $(elapsed "$start" "$(now)") s"
+  else
+    fail "SageMaker SDK local mode tests failed (pytest exit $status)"
+    record "sdk local mode" "FAILED: pytest exit $status"
+  fi
+}
+
 # --- main ---------------------------------------------------------------------------------------
 
 main() {
@@ -281,6 +297,11 @@ main() {
     serve_and_check "$algorithm"
   done
   if [[ " ${trained[*]+"${trained[*]}"} " == *" kmeans "* ]]; then bind_to_port; fi
+  if [ "${SMSERVE_SKIP_LOCAL_MODE:-0}" = "1" ]; then
+    record "sdk local mode" "skipped (SMSERVE_SKIP_LOCAL_MODE=1)"
+  else
+    sdk_local_mode
+  fi
 
   echo
   echo "================ container_test summary ================"
