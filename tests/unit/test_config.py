@@ -68,6 +68,11 @@ EVERY_VARIABLE = [
     ("SMSERVE_MAX_MODEL_UNPACKED_MB", "100", "max_model_unpacked_bytes", 100 * MIB),
     ("SMSERVE_RUNTIME_DIR", "/run/smserve", "runtime_dir", Path("/run/smserve")),
     ("SMSERVE_CACHE_DIR", "/cache", "cache_dir", Path("/cache")),
+    ("SMSERVE_FRONTEND", "nginx", "frontend", "nginx"),
+    ("SMSERVE_CLIENT_HEADER_TIMEOUT_S", "3", "client_header_timeout_s", 3),
+    ("SMSERVE_CLIENT_BODY_TIMEOUT_S", "4", "client_body_timeout_s", 4),
+    ("SMSERVE_MAX_CONNECTIONS", "100", "max_connections", 100),
+    ("SMSERVE_KEEPALIVE_REQUESTS", "50", "keepalive_requests", 50),
 ]
 
 

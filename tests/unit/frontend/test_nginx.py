@@ -101,18 +101,7 @@ def test_a_forced_mode_wins() -> None:
         frontend.choose(Settings(frontend="nginx"), None)
 
 
-def test_frontend_settings_read_from_the_environment() -> None:
-    settings = Settings.from_env(
-        {
-            "SMSERVE_FRONTEND": "gunicorn",
-            "SMSERVE_CLIENT_HEADER_TIMEOUT_S": "3",
-            "SMSERVE_CLIENT_BODY_TIMEOUT_S": "4",
-            "SMSERVE_MAX_CONNECTIONS": "100",
-            "SMSERVE_KEEPALIVE_REQUESTS": "50",
-        }
-    )
-    assert (settings.frontend, settings.client_header_timeout_s) == ("gunicorn", 3)
-    assert (settings.client_body_timeout_s, settings.max_connections) == (4, 100)
-    assert settings.keepalive_requests == 50
+
+def test_an_unknown_frontend_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="SMSERVE_FRONTEND"):
         Settings.from_env({"SMSERVE_FRONTEND": "apache"})
