@@ -82,6 +82,16 @@ REQUESTS: list[dict[str, Any]] = [
     {"method": "POST", "path": "/invocations", "data": b"1,x", "content_type": "text/csv"},
     {"method": "POST", "path": "/invocations", "data": b"1," * 20, "content_type": "text/csv"},
     {"method": "POST", "path": "/invocations?x=1", "data": ROWS, "content_type": "text/csv"},
+    *(
+        {
+            "method": "POST",
+            "path": "/invocations",
+            "data": ROWS,
+            "content_type": "text/csv",
+            "headers": {"X-Amzn-SageMaker-Custom-Attributes": attributes},
+        }
+        for attributes in ("trace=1", "outputs=score", "outputs=")
+    ),
     {
         "method": "POST",
         "path": "/invocations",
