@@ -31,13 +31,15 @@ FILE_MODES = ("file", "fastfile")
 
 @dataclass(frozen=True, slots=True)
 class Channel:
-    """One data channel: its name, folder, parsed content type, and how libsvm indices map
-    to columns (``SMSERVE_LIBSVM_INDEX_BASE``, as for serving, so both agree)."""
+    """One data channel: its name, folder, parsed content type, how libsvm indices map
+    to columns (``SMSERVE_LIBSVM_INDEX_BASE``, as for serving, so both agree), and which
+    Parquet column is the label (the ``label_column`` hyperparameter; None: the first)."""
 
     name: str
     path: Path
     media: MediaType
     libsvm_index_base: str = "0"
+    label_column: str | None = None
 
     def files(self) -> list[Path]:
         """The channel's data files in read order; raises when there are none."""

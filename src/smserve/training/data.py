@@ -3,7 +3,9 @@
 Unlike the inference decoders these keep the labels. ``text/csv`` has the label in the
 first column unless the content type says ``label_size=0``; ``text/libsvm`` always starts a
 line with its label (indices per ``SMSERVE_LIBSVM_INDEX_BASE``, default 0: as they are);
-``application/x-recordio-protobuf`` labels come from ``label["values"]``.
+``application/x-recordio-protobuf`` labels come from ``label["values"]``;
+``application/x-parquet`` has the label in its first column unless ``label_column`` names one
+(``training/parquet.py``, which also streams row groups for k-means).
 A channel's files are read one by one and stacked in order; empty files are skipped.
 """
 
@@ -24,6 +26,7 @@ from smserve.codecs.recordio import read_records
 from smserve.errors import ClientError
 from smserve.training.channels import Channel
 from smserve.training.failure import TrainingError
+from smserve.training.parquet import read_parquet_file
 from smserve.types import Features, FloatArray
 
 logger = logging.getLogger(__name__)
@@ -146,10 +149,16 @@ def _read_recordio(path: Path, channel: Channel) -> Dataset | None:
     return Dataset(path.name, features, labels)
 
 
+def _read_parquet(path: Path, channel: Channel) -> Dataset | None:
+    features, labels = read_parquet_file(path, channel.label_column)
+    return Dataset(path.name, features, labels) if features.shape[0] else None
+
+
 _READERS: dict[str, FileReader] = {
     media.CSV: _read_csv,
     media.LIBSVM: _read_libsvm,
     media.RECORDIO: _read_recordio,
+    media.PARQUET: _read_parquet,
 }
 
 

@@ -39,7 +39,9 @@ from smserve.training.kmeans_reduce import (
     integer_or_auto,
     reduce_centers,
 )
+from smserve.training.kmeans_rows import Rows, blocks
 from smserve.training.logs import format_final_score, format_scores, metrics
+from smserve.training.parquet import with_label_column
 from smserve.types import Features, FloatArray
 
 logger = logging.getLogger(__name__)
@@ -105,28 +107,47 @@ class KMeansTrainer:
 
     def train(self, hp: Hyperparameters, channels: Mapping[str, Channel], model_dir: Path) -> None:
         config = KMeansConfig.from_hyperparameters(hp)
+        channels = with_label_column(channels, hp)
         hp.check_all_used(self.name)
-        data = {name: _checked(read_channel(ch), config) for name, ch in channels.items()}
-        centers = fit(config, data)
+        centers = fit_rows(config, {name: _rows(ch, config) for name, ch in channels.items()})
         model_dir.mkdir(parents=True, exist_ok=True)
         write_ndarray_file(model_dir / MODEL_FILE, centers)
         logger.info("wrote %d centroids of %d features to %s", *centers.shape, model_dir)
 
 
-def _checked(dataset: Dataset, config: KMeansConfig) -> Dataset:
-    if dataset.n_features != config.feature_dim and not sp.issparse(dataset.features):
+def _rows(channel: Channel, config: KMeansConfig) -> Rows:
+    """Parquet channels are streamed by row group; the other formats are read whole."""
+    if channel.media.essence == media.PARQUET:
+        return Rows.streamed(channel, lambda features, name: _checked(features, name, config))
+    dataset = read_channel(channel)
+    features = _checked(dataset.features, repr(dataset.name), config)
+    return Rows.in_memory(Dataset(dataset.name, features, None))
+
+
+def _checked(features: Features, name: str, config: KMeansConfig) -> Features:
+    if features.shape[1] != config.feature_dim and not sp.issparse(features):
         raise TrainingError(
-            f"channel {dataset.name!r} has {dataset.n_features} features but "
-            f"feature_dim={config.feature_dim}"
+            f"channel {name} has {features.shape[1]} features but feature_dim={config.feature_dim}"
         )
-    values = dataset.features.data if sp.issparse(dataset.features) else dataset.features
+    values = features.data if sp.issparse(features) else features
     if not np.isfinite(values).all():
-        raise TrainingError(f"channel {dataset.name!r} has missing or infinite feature values")
-    return dataset.with_width(config.feature_dim)
+        raise TrainingError(f"channel {name} has missing or infinite feature values")
+    if features.shape[1] == config.feature_dim:
+        return features
+    if features.shape[1] > config.feature_dim:
+        raise TrainingError(
+            f"channel {name} has {features.shape[1]} features, expected {config.feature_dim}"
+        )
+    return sp.csr_matrix(features, shape=(features.shape[0], config.feature_dim))
 
 
 def fit(config: KMeansConfig, data: Mapping[str, Dataset]) -> FloatArray:
     """The centroids, float32 of shape (k, feature_dim), fitted on ``data["train"]``."""
+    return fit_rows(config, {name: Rows.in_memory(dataset) for name, dataset in data.items()})
+
+
+def fit_rows(config: KMeansConfig, data: Mapping[str, Rows]) -> FloatArray:
+    """As ``fit``, reading each channel chunk by chunk (see ``kmeans_rows``)."""
     train = data[TRAIN]
     if train.n_rows < config.k:
         raise TrainingError(f"k={config.k} is more than the {train.n_rows} training rows")
@@ -136,22 +157,27 @@ def fit(config: KMeansConfig, data: Mapping[str, Dataset]) -> FloatArray:
     rng = np.random.default_rng(SEED)
     centers: np.ndarray = np.empty((0, config.feature_dim))
     scores: dict[str, float] = {}
+    size = max(config.mini_batch_size, n_centers)
     for epoch in range(config.epochs):
-        for rows in _batches(train.n_rows, max(config.mini_batch_size, n_centers), rng):
-            model.partial_fit(train.features[rows])
-        centers = final_centers(model.cluster_centers_, train.features, config)
+        for block in blocks(train.chunks(), size):
+            for rows in _batches(block.shape[0], size, rng):
+                model.partial_fit(block[rows])
+        centers = final_centers(model.cluster_centers_, train, config)
         scores = evaluate(centers, data, config.eval_metrics)
         metrics.info(format_scores(epoch, scores))
     _log_final(scores)
     return np.ascontiguousarray(centers, dtype=np.float32)
 
 
-def final_centers(centers: np.ndarray, features: Features, config: KMeansConfig) -> np.ndarray:
+def final_centers(centers: np.ndarray, rows: Rows, config: KMeansConfig) -> np.ndarray:
     """The k model centres from the K trained ones: themselves when K == k, else reduced."""
     if centers.shape[0] == config.k:
         return centers
-    weights = np.bincount(nearest_centers(features, centers), minlength=centers.shape[0])
-    return reduce_centers(centers, weights, config.k, config.local_lloyd)
+    weights = sum(
+        np.bincount(nearest_centers(chunk, centers), minlength=centers.shape[0])
+        for chunk in rows.chunks()
+    )
+    return reduce_centers(centers, np.asarray(weights), config.k, config.local_lloyd)
 
 
 def _log_plan(config: KMeansConfig, n_centers: int) -> None:
@@ -186,14 +212,14 @@ def _batches(n_rows: int, batch_size: int, rng: np.random.Generator) -> Iterator
 
 
 def evaluate(
-    centers: np.ndarray, data: Mapping[str, Dataset], names: tuple[str, ...]
+    centers: np.ndarray, data: Mapping[str, Rows], names: tuple[str, ...]
 ) -> dict[str, float]:
     """``{"<channel>-<metric>": value}`` for each channel and each of msd / ssd."""
     scores = {}
-    for channel, dataset in data.items():
-        distances = nearest_squared_distances(dataset.features, centers)
+    for channel, rows in data.items():
+        total = sum(float(nearest_squared_distances(c, centers).sum()) for c in rows.chunks())
         for name in names:
-            value = distances.mean() if name == "msd" else distances.sum()
+            value = total / rows.n_rows if name == "msd" else total
             scores[f"{channel}-{name}"] = float(value)
     return scores
 

@@ -28,6 +28,7 @@ from smserve.training.data import Dataset, read_channel
 from smserve.training.failure import TrainingError
 from smserve.training.hyperparameters import Hyperparameters
 from smserve.training.logs import format_scores, metrics
+from smserve.training.parquet import with_label_column
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +123,7 @@ class XGBoostTrainer:
 
     def train(self, hp: Hyperparameters, channels: Mapping[str, Channel], model_dir: Path) -> None:
         config = XGBoostConfig.from_hyperparameters(hp)
+        channels = with_label_column(channels, hp)
         hp.check_all_used(self.name)
         data = _datasets(channels, config)
         booster = fit(config, data)

@@ -1,0 +1,98 @@
+"""Parquet training channels (``application/x-parquet``, as the built-in XGBoost takes them):
+each file's columns are features, and the label is the first column unless the job's
+``label_column`` hyperparameter names another (``Channel.label_column``).
+
+Files are read one row group at a time: ``row_groups`` yields them in order, so k-means'
+mini-batch pass holds one row group (and one mini-batch) at a time, never the whole channel;
+``read_parquet_file`` stacks a file's row groups for XGBoost, which needs all rows at once.
+Feature columns are converted as for serving (``codecs/columnar.py``): numeric types to float32,
+nulls as missing values; other column types are a TrainingError naming the column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+from smserve import media
+from smserve.codecs.base import DecodeContext
+from smserve.codecs.columnar import batch_from_table
+from smserve.errors import ClientError
+from smserve.training.channels import Channel
+from smserve.training.failure import TrainingError
+from smserve.training.hyperparameters import Hyperparameters
+from smserve.types import FloatArray
+
+LABEL_COLUMN = "label_column"  # the hyperparameter that names the label column
+
+
+def row_groups(path: Path, label_column: str | None) -> Iterator[tuple[FloatArray, FloatArray]]:
+    """(features, labels) of each non-empty row group of the file at ``path``, in order."""
+    file = _open(path)
+    label = _label_name(file.schema_arrow.names, label_column, path)
+    for index in range(file.num_row_groups):
+        table = _read_group(file, index, path)
+        if table.num_rows:
+            yield _split(table, label, path)
+
+
+def read_parquet_file(path: Path, label_column: str | None) -> tuple[FloatArray, FloatArray]:
+    """(features, labels) of every row of the file; empty files give zero rows."""
+    groups = list(row_groups(path, label_column))
+    if not groups:
+        return np.empty((0, 0), np.float32), np.empty(0, np.float32)
+    features, labels = zip(*groups, strict=True)
+    return np.concatenate(features), np.concatenate(labels)
+
+
+def count_rows(channel: Channel) -> int:
+    """Rows in the channel's files, from their footers alone."""
+    return sum(_open(path).metadata.num_rows for path in channel.files())
+
+
+def _open(path: Path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise TrainingError(f"{path} is not a readable Parquet file: {exc}") from None
+
+
+def _read_group(file: pq.ParquetFile, index: int, path: Path) -> pa.Table:
+    try:
+        return file.read_row_group(index)
+    except (pa.ArrowException, OSError) as exc:
+        raise TrainingError(f"{path}: row group {index + 1} cannot be read: {exc}") from None
+
+
+def _label_name(names: list[str], label_column: str | None, path: Path) -> str:
+    if label_column is None:
+        if len(names) < 2:
+            raise TrainingError(f"{path}: needs a label column and at least one feature column")
+        return str(names[0])
+    if label_column not in names:
+        raise TrainingError(
+            f"{path}: {LABEL_COLUMN}={label_column!r} is not a column; "
+            f"columns: {', '.join(names[:10])}"
+        )
+    return label_column
+
+
+def _split(table: pa.Table, label: str, path: Path) -> tuple[FloatArray, FloatArray]:
+    features = table.drop_columns([label])
+    try:
+        rows = batch_from_table(features, media.PARQUET, DecodeContext()).features
+        labels = batch_from_table(table.select([label]), media.PARQUET, DecodeContext()).features
+    except ClientError as exc:
+        raise TrainingError(f"{path}: {exc.message}") from None
+    return np.asarray(rows), np.asarray(labels).reshape(-1)
+
+
+def with_label_column(channels: Mapping[str, Channel], hp: Hyperparameters) -> dict[str, Channel]:
+    """``channels`` with the ``label_column`` hyperparameter applied (it marks it used)."""
+    label = hp.text(LABEL_COLUMN)
+    return {name: replace(channel, label_column=label) for name, channel in channels.items()}
