@@ -84,7 +84,7 @@ def score_files(
 
 
 class _Writer:
-    def __init__(self, pool: ProcessPoolExecutor, plan: Plan, run: Run, progress: Progress):
+    def __init__(self, pool: ProcessPoolExecutor, plan: Plan, run: Run, progress: Progress) -> None:
         self.pool, self.plan, self.run, self.progress = pool, plan, run, progress
         self.summary = Summary()
         self.open: list[_File] = []

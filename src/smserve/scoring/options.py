@@ -48,7 +48,6 @@ class Run:
     batch_strategy: str = "MultiRecord"
     workers: int = 1
     skip_existing: bool = False
-    progress_interval_s: float = 10.0
 
     @property
     def in_flight(self) -> int:
