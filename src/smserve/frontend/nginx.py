@@ -91,7 +91,9 @@ def error_pages(settings: Settings) -> dict[int, tuple[int, str]]:
             f"and all of them in 4 x {HEADER_BUFFER}B",
         ),
         500: (500, "internal server error"),
-        501: (501, "unsupported Transfer-Encoding: send a Content-Length or chunked body"),
+        # A bad Transfer-Encoding or HTTP version is the client's mistake: 400, not nginx's
+        # 501/505, so that bad input never costs a 5xx (a client retrying on 5xx would loop).
+        501: (400, "unsupported Transfer-Encoding: send a Content-Length or chunked body"),
         502: (
             502,
             "the model server is not answering (starting, restarting or overloaded); "
@@ -103,7 +105,7 @@ def error_pages(settings: Settings) -> dict[int, tuple[int, str]]:
             f"the model server did not answer within {settings.timeout_s} s "
             "(SAGEMAKER_MODEL_SERVER_TIMEOUT)",
         ),
-        505: (505, "HTTP version not supported: use HTTP/1.1 or HTTP/1.0"),
+        505: (400, "HTTP version not supported: use HTTP/1.1 or HTTP/1.0"),
     }
 
 

@@ -1,0 +1,315 @@
+"""Fuzz the real server through nginx: mutated and random requests from concurrent keep-alive
+clients over raw sockets, against an XGBoost and a k-means server (clients alternate).
+
+What is sent is described in fuzz_requests.py, fuzz_mutations.py and fuzz_framing.py. What
+must hold, counted and printed, with examples of any breach (the exit status is 1 then):
+
+* no answer >= 500;
+* no connection dropped or reset after an answer that kept it alive (keep-alive desync), and
+  none closed without an answer where one was due; no answer cut short or late;
+* every answer >= 400 is ``Content-Type: application/json`` with a JSON object holding
+  ``error`` and ``message`` (under /v1/, TF Serving's ``{"error"}`` alone is its envelope);
+* no gunicorn worker restarted: the same worker pids before and after, and no "Booting
+  worker" in the server log beyond the initial ones.
+
+    .venv/bin/python bench/fuzz.py [--count 100000] [--seed 0] [--seconds 1800] [--clients 8]
+                                   [--workers 2] [--payload-mb 1]
+
+The payload limit is lowered to 1 MiB by default so that bodies at the limit stay cheap; the
+server runs with its other defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import socket
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import fuzz_requests as kinds  # noqa: E402
+import harness  # noqa: E402
+import proxied  # noqa: E402
+from fuzz_framing import framing  # noqa: E402
+from wire import Answer, Dropped, Truncated, Wire  # noqa: E402
+
+KINDS = (
+    (kinds.invocation, 50.0),
+    (kinds.tf_serving, 12.0),
+    (kinds.route, 12.0),
+    (kinds.header_abuse, 7.0),
+    (kinds.garbage, 3.0),
+    (framing, 5.0),
+    (kinds.pipelined, 5.0),
+    (kinds.near_limit, 0.4),
+)
+ANSWER_TIMEOUT_S = 30.0
+EXAMPLES = 5
+
+
+@dataclass
+class Tally:
+    """What one client saw; merged at the end."""
+
+    by_status: Counter[int] = field(default_factory=Counter)
+    by_kind: Counter[str] = field(default_factory=Counter)
+    failures: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+    requests: int = 0
+    connections: int = 0
+    dropped_as_allowed: int = 0
+
+    def fail(self, what: str, example: str) -> None:
+        self.failures[what] += 1
+        self.examples.setdefault(what, [])
+        if len(self.examples[what]) < EXAMPLES:
+            self.examples[what].append(example)
+
+    def merge(self, other: Tally) -> None:
+        for name in ("by_status", "by_kind", "failures"):
+            getattr(self, name).update(getattr(other, name))
+        for what, examples in other.examples.items():
+            self.examples.setdefault(what, []).extend(examples)
+        self.requests += other.requests
+        self.connections += other.connections
+        self.dropped_as_allowed += other.dropped_as_allowed
+
+
+def check(tally: Tally, request: kinds.Fuzzed, answer: Answer) -> None:
+    """Count ``answer`` and note every invariant it breaks."""
+    tally.by_status[answer.status] += 1
+    where = f"{request.describe()} -> {answer.status} {answer.content_type} {answer.body[:200]!r}"
+    if answer.status >= 500:
+        tally.fail("answers >= 500", where)
+    if answer.status >= 400 and not _json_error(request, answer):
+        tally.fail("error answers not the JSON envelope", where)
+
+
+def _json_error(request: kinds.Fuzzed, answer: Answer) -> bool:
+    if answer.content_type != "application/json":
+        return False
+    if request.method == "HEAD" and request.raw is None:
+        return answer.body == b""
+    try:
+        envelope = json.loads(answer.body)
+    except ValueError:
+        return False
+    keys = {"error"} if request.path.startswith("/v1/") else {"error", "message"}
+    return isinstance(envelope, dict) and all(isinstance(envelope.get(k), str) for k in keys)
+
+
+class Session:
+    """One client's keep-alive connection, reopened only after the server said close."""
+
+    def __init__(self, port: int, tally: Tally) -> None:
+        self.port, self.tally = port, tally
+        self.wire: Wire | None = None
+        self.previous = "(none)"
+
+    def send(self, request: kinds.Fuzzed) -> None:
+        self.tally.requests += 1
+        self.tally.by_kind[request.kind] += 1
+        if request.one_shot:
+            self._one_shot(request)
+            return
+        wire = self._connection()
+        reused = wire.answered > 0
+        try:
+            closes = self._exchange(wire, request)
+        except (Dropped, Truncated, TimeoutError) as exc:
+            self._failed(request, exc, reused)
+            closes = True
+        if closes:
+            self.close()
+
+    def _connection(self) -> Wire:
+        if self.wire is None:
+            self.wire = Wire(self.port, ANSWER_TIMEOUT_S)
+            self.tally.connections += 1
+        return self.wire
+
+    def _exchange(self, wire: Wire, request: kinds.Fuzzed) -> bool:
+        """Send, check each answer; True when the server said it closes the connection."""
+        answer = wire.exchange(request.wire(), head_only=request.method == "HEAD")
+        check(self.tally, request, answer)
+        self.previous = f"{request.describe()} -> {answer.status}"
+        if request.then is not None and not answer.closes:
+            answer = wire.read_answer(head_only=request.then.method == "HEAD")
+            check(self.tally, request.then, answer)
+        return answer.closes
+
+    def _failed(self, request: kinds.Fuzzed, exc: Exception, reused: bool) -> None:
+        if isinstance(exc, Dropped) and reused:
+            what = "connections dropped after a keep-alive answer"
+        elif isinstance(exc, Dropped):
+            what = "connections closed without an answer"
+        elif isinstance(exc, Truncated):
+            what = "answers cut short"
+        else:
+            what = f"no answer within {ANSWER_TIMEOUT_S:.0f} s"
+        self.tally.fail(what, f"{request.describe()}: {exc!r}; before it: {self.previous}")
+
+    def _one_shot(self, request: kinds.Fuzzed) -> None:
+        wire = Wire(self.port, ANSWER_TIMEOUT_S)
+        self.tally.connections += 1
+        try:
+            answer = wire.exchange(request.wire(), half_close=request.half_close)
+            check(self.tally, request, answer)
+        except Dropped as exc:
+            if not request.may_drop:
+                self._failed(request, exc, reused=False)
+            self.tally.dropped_as_allowed += 1
+        except (Truncated, TimeoutError) as exc:
+            self._failed(request, exc, reused=False)
+        finally:
+            wire.close()
+
+    def close(self) -> None:
+        if self.wire is not None:
+            self.wire.close()
+            self.wire = None
+
+
+def run_client(index: int, port: int, quota: int, args: argparse.Namespace, out: Tally) -> None:
+    r = random.Random(f"{args.seed}/{index}")
+    bodies = kinds.Bodies(args.payload_mb * 1024 * 1024, seed=args.seed + index)
+    generators, weights = zip(*KINDS, strict=True)
+    session = Session(port, out)
+    deadline = time.monotonic() + args.seconds
+    try:
+        for _ in range(quota):
+            if time.monotonic() > deadline:
+                break
+            session.send(r.choices(generators, weights)[0](r, bodies))
+    except OSError as exc:  # could not even connect: the server is gone
+        out.fail("client errors", repr(exc))
+    finally:
+        session.close()
+
+
+def fuzz(args: argparse.Namespace, ports: list[int]) -> tuple[Tally, float]:
+    tallies = [Tally() for _ in range(args.clients)]
+    quotas = [
+        args.count // args.clients + (i < args.count % args.clients) for i in range(args.clients)
+    ]
+    threads = [
+        threading.Thread(
+            target=run_client, args=(i, ports[i % len(ports)], quotas[i], args, tallies[i])
+        )
+        for i in range(args.clients)
+    ]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    total = Tally()
+    for tally in tallies:
+        total.merge(tally)
+    return total, time.monotonic() - started
+
+
+@dataclass
+class Watched:
+    """A server's gunicorn workers and boot count when the fuzz began."""
+
+    name: str
+    server: proxied.Proxied
+    pids: list[int] = field(default_factory=list)
+    boots: int = 0
+
+    def mark(self) -> None:
+        self.pids, self.boots = self.server.worker_pids(), self.server.boots()
+
+    def restarts(self) -> tuple[int, str]:
+        pids, boots = self.server.worker_pids(), self.server.boots()
+        gone = len(set(self.pids) - set(pids))
+        count = max(gone, boots - self.boots)
+        return (
+            count,
+            f"{self.name}: worker pids {self.pids} -> {pids}, boots {self.boots} -> {boots}",
+        )
+
+
+def report(args: argparse.Namespace, tally: Tally, seconds: float, watched: list[Watched]) -> int:
+    restarts = [w.restarts() for w in watched]
+    for count, line in restarts:
+        if count:
+            tally.fail("worker restarts", line)
+    rate = tally.requests / seconds if seconds else 0.0
+    print(
+        f"fuzz: {tally.requests} requests in {seconds:.1f} s ({rate:.0f}/s), "
+        f"{args.clients} clients, "
+        f"seed {args.seed}, payload limit {args.payload_mb} MiB, {args.workers} workers per server"
+    )
+    print("  by status:", ", ".join(f"{k}: {v}" for k, v in sorted(tally.by_status.items())))
+    print("  by kind:", ", ".join(f"{k}: {v}" for k, v in sorted(tally.by_kind.items())))
+    print(
+        f"  connections: {tally.connections}; closed without an answer where allowed "
+        f"(body cut short): {tally.dropped_as_allowed}"
+    )
+    for _, line in restarts:
+        print(f"  {line}")
+    for what in INVARIANTS:
+        print(f"  {what}: {tally.failures[what]}")
+    if tally.requests < args.count:
+        print(f"  stopped at the --seconds cap ({args.seconds} s) before --count {args.count}")
+    for what, examples in tally.examples.items():
+        print(f"FAILED {what} ({tally.failures[what]}), for example:")
+        for example in examples[:EXAMPLES]:
+            print(f"    {example[:1500]}")
+    return 1 if sum(tally.failures.values()) else 0
+
+
+INVARIANTS = (
+    "answers >= 500",
+    "connections dropped after a keep-alive answer",
+    "connections closed without an answer",
+    "answers cut short",
+    f"no answer within {ANSWER_TIMEOUT_S:.0f} s",
+    "error answers not the JSON envelope",
+    "worker restarts",
+)
+
+
+def main() -> int:
+    args = _arguments()
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        harness.build_xgboost(root / "xgboost")
+        harness.build_kmeans(root / "kmeans")
+        env = {"SAGEMAKER_MAX_PAYLOAD_IN_MB": str(args.payload_mb)}
+        with (
+            proxied.starting(root / "xgboost", root / "xgboost.log", args.workers, env) as xgb,
+            proxied.starting(root / "kmeans", root / "kmeans.log", args.workers, env) as km,
+        ):
+            watched = [Watched("xgboost", xgb), Watched("kmeans", km)]
+            for w in watched:
+                proxied.wait_ready(w.server)
+                w.mark()
+            tally, seconds = fuzz(args, [xgb.port, km.port])
+            time.sleep(0.5)  # let a worker that died at the very end be noticed
+            return report(args, tally, seconds, watched)
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seconds", type=float, default=1800.0, help="stop sending after this")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers per server")
+    parser.add_argument("--payload-mb", type=int, default=1)
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    socket.setdefaulttimeout(ANSWER_TIMEOUT_S)
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""bench/fuzz.py as part of the suite: a 5,000-request sample against real proxied servers
+(XGBoost and k-means through nginx), and its detectors against a server that misbehaves on
+purpose (a desync after a keep-alive answer, a 5xx, a non-JSON error)."""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+pytestmark = pytest.mark.process
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+SAMPLE = 5000
+
+
+def test_a_fuzz_sample_breaks_no_invariant() -> None:
+    command = [sys.executable, str(BENCH / "fuzz.py"), "--count", str(SAMPLE), "--seed", "7"]
+    command += ["--seconds", "60", "--clients", "4", "--workers", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert f"fuzz: {SAMPLE} requests" in done.stdout, done.stdout
+    assert "answers >= 500: 0" in done.stdout
+    assert "connections dropped after a keep-alive answer: 0" in done.stdout
+    assert "worker restarts: 0" in done.stdout
+
+
+def load_fuzz() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("fuzz", BENCH / "fuzz.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+BROKEN = (  # answered in turn, one per connection; each then closes without saying so
+    b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+    b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: 4\r\n\r\n<h1>",
+)
+
+
+@pytest.fixture
+def broken_port() -> Iterator[int]:
+    listener = socket.create_server(("127.0.0.1", 0))
+    thread = threading.Thread(target=_answer_once_each, args=(listener,), daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    listener.close()
+    thread.join(timeout=5)
+
+
+def _answer_once_each(listener: socket.socket) -> None:
+    for answer in BROKEN:
+        try:
+            connection, _ = listener.accept()
+        except OSError:
+            return
+        with connection:
+            received = b""
+            while b"\r\n\r\n" not in received and (chunk := connection.recv(65536)):
+                received += chunk
+            connection.sendall(answer)
+
+
+def test_the_fuzzer_sees_a_desync_a_5xx_and_an_html_error(broken_port: int) -> None:
+    fuzz = load_fuzz()
+    tally = fuzz.Tally()
+    session = fuzz.Session(broken_port, tally)
+    for _ in range(3):  # answered (bad envelope), dropped on reuse, answered 502 in HTML
+        session.send(fuzz.kinds.Fuzzed("route", method="GET", path="/ping", framing="none"))
+    session.close()
+    assert tally.failures == {
+        "error answers not the JSON envelope": 2,
+        "connections dropped after a keep-alive answer": 1,
+        "answers >= 500": 1,
+    }
