@@ -9,6 +9,7 @@
 #   4. `docker stop -t 30` (SIGTERM, SIGKILL 30 s later, as SageMaker does): the server must exit
 #      0 well before the SIGKILL
 #   5. SAGEMAKER_BIND_TO_PORT (the accept-bind-to-port label's promise)
+#   5b. a model.tar.gz alone on a read-only /opt/ml/model (unpacked to a temporary directory)
 #   6. the SageMaker Python SDK's local mode (tests/local_mode): deploy, predict and a local
 #      Batch Transform through Docker Compose, compared with in-process predictions
 #
@@ -252,6 +253,29 @@ bind_to_port() {
   docker rm -f "$container" >/dev/null 2>&1 || true
 }
 
+# --- 5b. a model.tar.gz on a read-only /opt/ml/model ----------------------------------------------
+
+# As SageMaker mounts it: the archive alone, read only; the server unpacks it to a temp dir.
+archive_read_only() {
+  local port container="$name_prefix-archive" folder="$workdir/archive"
+  mkdir -p "$folder"
+  tar czf "$folder/model.tar.gz" -C "$workdir/xgboost/model" .
+  port="$(free_port)"
+  containers+=("$container")
+  docker run -d --name "$container" -p "127.0.0.1:$port:8080" \
+    -v "$folder:/opt/ml/model:ro" "$image" serve >/dev/null
+  if wait_for_ping "$port" "$container" \
+    && curl -fs --max-time 10 -H 'Content-Type: text/csv' --data-binary @"$here/payloads/dense.csv" \
+      "http://127.0.0.1:$port/invocations" >/dev/null; then
+    record "read-only archive" "model.tar.gz on a read-only /opt/ml/model: /ping 200, predictions"
+  else
+    show_logs "$container"
+    fail "a model.tar.gz on a read-only /opt/ml/model was not served"
+    record "read-only archive" "FAILED"
+  fi
+  docker rm -f "$container" >/dev/null 2>&1 || true
+}
+
 # --- 6. the SageMaker SDK's local mode --------------------------------------------------------
 
 # tests/local_mode with the real SDK: Model.deploy(instance_type="local") from a file://
@@ -297,6 +321,7 @@ main() {
     serve_and_check "$algorithm"
   done
   if [[ " ${trained[*]+"${trained[*]}"} " == *" kmeans "* ]]; then bind_to_port; fi
+  if [[ " ${trained[*]+"${trained[*]}"} " == *" xgboost "* ]]; then archive_read_only; fi
   if [ "${SMSERVE_SKIP_LOCAL_MODE:-0}" = "1" ]; then
     record "sdk local mode" "skipped (SMSERVE_SKIP_LOCAL_MODE=1)"
   else

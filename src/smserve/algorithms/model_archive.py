@@ -32,12 +32,23 @@ def unpack_archive(archive: Path, destination: Path, max_bytes: int) -> Path:
     try:
         with tarfile.open(archive, "r:*") as tar:
             members = _bounded_members(tar, max_bytes, destination)
-            tar.extractall(destination, members=members, filter="data")
+            _extract(tar, destination, members)
     except (tarfile.TarError, OSError) as exc:
         raise ModelLoadError(f"{archive}: cannot unpack: {exc}") from exc
     except _Refused as exc:
         raise ModelLoadError(f"{archive}: refusing to unpack: {exc}") from None
     return destination
+
+
+def _extract(tar: tarfile.TarFile, destination: Path, members: list[tarfile.TarInfo]) -> None:
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(destination, members=members, filter="data")
+        return
+    # Python before 3.11.4 (Debian bookworm's 3.11.2) has no extraction filters: the member
+    # checks above refuse what the "data" filter refuses; drop special mode bits as it does.
+    for member in members:
+        member.mode &= 0o755
+    tar.extractall(destination, members=members)
 
 
 def _bounded_members(

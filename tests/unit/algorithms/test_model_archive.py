@@ -172,3 +172,24 @@ def test_a_setting_raises_the_limit(tmp_path: Path, kmeans_model_dir: Path) -> N
             pass
     with opened_model_dir(tmp_path, size) as files_dir:
         assert (files_dir / "model_algo-1").stat().st_size == size
+
+
+def test_pythons_without_extraction_filters_unpack_checked_members(
+    tmp_path: Path, kmeans_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Debian bookworm's Python 3.11.2 (the image's stand-in base) predates tarfile's filters;
+    # the container test serves an archive on it too.
+    monkeypatch.delattr(tarfile, "data_filter")
+    (kmeans_model_dir / "model_algo-1").chmod(0o4755)
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    pack(kmeans_model_dir, model_dir / "model.tar.gz")
+    with opened_model_dir(model_dir, scratch_parent=tmp_path) as files_dir:
+        assert (files_dir / "model_algo-1").stat().st_mode & 0o7777 == 0o755
+    assert isinstance(load_algorithm(Settings(model_dir=model_dir)), KMeans)
+    with tarfile.open(model_dir / "model.tar.gz", "w:gz") as tar:
+        info = tarfile.TarInfo("../evil")
+        tar.addfile(info, io.BytesIO(b""))
+    with pytest.raises(ModelLoadError, match="refusing to unpack"):
+        load_algorithm(Settings(model_dir=model_dir))
+    assert not (tmp_path / "evil").exists()
