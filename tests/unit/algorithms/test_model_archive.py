@@ -193,3 +193,15 @@ def test_pythons_without_extraction_filters_unpack_checked_members(
     with pytest.raises(ModelLoadError, match="refusing to unpack"):
         load_algorithm(Settings(model_dir=model_dir))
     assert not (tmp_path / "evil").exists()
+
+
+def test_local_mode_folder_of_a_dot_rooted_archive(tmp_path: Path, kmeans_model_dir: Path) -> None:
+    # `tar czf model.tar.gz -C model .` names members ./model_algo-1, with a "." entry.
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    with tarfile.open(model_dir / "model.tar.gz", "w:gz") as tar:
+        tar.add(kmeans_model_dir, arcname=".")
+    with tarfile.open(model_dir / "model.tar.gz") as tar:
+        tar.extractall(model_dir, filter="data")
+    with opened_model_dir(model_dir, scratch_parent=tmp_path) as files_dir:
+        assert files_dir == model_dir
