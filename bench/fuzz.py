@@ -13,10 +13,10 @@ must hold, counted and printed, with examples of any breach (the exit status is 
   worker" in the server log beyond the initial ones.
 
     .venv/bin/python bench/fuzz.py [--count 100000] [--seed 0] [--seconds 1800] [--clients 8]
-                                   [--workers 2] [--payload-mb 1]
+                                   [--workers 2] [--payload-mb 1] [--frontend nginx]
 
 The payload limit is lowered to 1 MiB by default so that bodies at the limit stay cheap; the
-server runs with its other defaults.
+server runs with its other defaults. ``--frontend gunicorn`` fuzzes gunicorn alone (no nginx).
 """
 
 from __future__ import annotations
@@ -285,7 +285,10 @@ def main() -> int:
         root = Path(scratch)
         harness.build_xgboost(root / "xgboost")
         harness.build_kmeans(root / "kmeans")
-        env = {"SAGEMAKER_MAX_PAYLOAD_IN_MB": str(args.payload_mb)}
+        env = {
+            "SAGEMAKER_MAX_PAYLOAD_IN_MB": str(args.payload_mb),
+            "SMSERVE_FRONTEND": args.frontend,
+        }
         with (
             proxied.starting(root / "xgboost", root / "xgboost.log", args.workers, env) as xgb,
             proxied.starting(root / "kmeans", root / "kmeans.log", args.workers, env) as km,
@@ -307,6 +310,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers per server")
     parser.add_argument("--payload-mb", type=int, default=1)
+    parser.add_argument("--frontend", choices=("nginx", "gunicorn"), default="nginx")
     return parser.parse_args()
 
 

@@ -39,7 +39,11 @@ class Proxied:
         return self.output().count(BOOTING)
 
     def worker_pids(self) -> list[int]:
-        masters = [pid for pid in children(self.process.pid) if not _is_nginx(pid)]
+        """The gunicorn workers (with SMSERVE_FRONTEND=gunicorn the master is the process)."""
+        kids = children(self.process.pid)
+        if not any(_is_nginx(pid) for pid in kids):
+            return sorted(kids)
+        masters = [pid for pid in kids if not _is_nginx(pid)]
         return sorted(pid for master in masters for pid in children(master))
 
 

@@ -192,6 +192,19 @@ def test_over_the_limit_without_a_proxy_says_close(alone: Server) -> None:
     connection.close()
 
 
+@pytest.mark.parametrize("chunks", [b"-3\r\nabc\r\n0\r\n\r\n", b"3\r\nabcdef\r\n0\r\n\r\n"])
+def test_a_malformed_chunked_body_without_a_proxy_is_a_400_that_closes(
+    alone: Server, chunks: bytes
+) -> None:
+    head = b"POST /invocations HTTP/1.1\r\nHost: t\r\nContent-Type: text/csv\r\n"
+    with socket.create_connection(("127.0.0.1", alone.port), timeout=10) as sock:
+        sock.sendall(head + b"Transfer-Encoding: chunked\r\n\r\n" + chunks)
+        answer = read_to_close(sock)  # the server closes: where a next request starts is unknown
+    assert_json_error(answer, 400)
+    assert split(answer)[1]["connection"] == "close"
+    assert json.loads(split(answer)[2])["message"].startswith("malformed chunked request body")
+
+
 def test_sigterm_lets_an_in_flight_request_finish(xgb_model_dir: Path, tmp_path: Path) -> None:
     with running_server(tmp_path, env_for(xgb_model_dir, "nginx")) as server:
         sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 CHUNK = 1 << 16
+# Set in the environ when the app's read of the body failed (a malformed chunked body, a
+# client gone mid-body): where the next request would start is unknown, so close.
+UNREADABLE = "smserve.body_unreadable"
 
 
 class BodyDrain:
@@ -41,9 +44,14 @@ class BodyDrain:
         return self.app(environ, start)
 
     def _drained(self, environ: WSGIEnvironment) -> bool:
-        if _declared_length(environ) > self.limit:  # too large to read: close instead
-            return False
+        if environ.get(UNREADABLE) or _declared_length(environ) > self.limit:
+            return False  # broken framing, or too large to read: close instead
         return drain(environ["wsgi.input"], self.limit)
+
+
+def mark_unreadable(environ: WSGIEnvironment) -> None:
+    """The body could not be read to its end: the answer will close the connection."""
+    environ[UNREADABLE] = True
 
 
 def drain(stream: IO[bytes], limit: int) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from http import HTTPStatus
 
 from flask import Flask, Response, current_app, request
+from gunicorn.http.errors import ParseException
 from werkzeug.exceptions import (
     ClientDisconnected,
     HTTPException,
@@ -22,6 +23,7 @@ from werkzeug.exceptions import (
 )
 
 from smserve.errors import PayloadTooLarge, ServingError
+from smserve.http.draining import mark_unreadable
 from smserve.media import JSON
 
 logger = logging.getLogger(__name__)
@@ -33,6 +35,7 @@ DISCONNECTED_MESSAGE = "the request body could not be read completely (did the c
 def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(ServingError, _serving_error)
     app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(ParseException, _malformed_body)
     app.register_error_handler(Exception, _unexpected_error)
 
 
@@ -68,6 +71,8 @@ def _serving_error(exc: ServingError) -> Response:
 
 def _http_error(exc: HTTPException) -> Response:
     status = exc.code or HTTPStatus.INTERNAL_SERVER_ERROR
+    if isinstance(exc, ClientDisconnected):
+        mark_unreadable(request.environ)
     # Keep headers such as Allow; the body and its type are ours.
     headers = [(k, v) for k, v in exc.get_headers() if k.lower() != "content-type"]
     return error_response(status, _http_message(exc), headers)
@@ -90,6 +95,14 @@ def _http_message(exc: HTTPException) -> str:
 def _too_large_message() -> str:
     limit: int = current_app.config["MAX_CONTENT_LENGTH"] or 0
     return PayloadTooLarge.over(limit).message
+
+
+def _malformed_body(exc: Exception) -> Response:
+    """gunicorn's reader refused the body while the app read it (a bad chunk size, a missing
+    chunk terminator): the client's mistake. Only without nginx, which checks chunks itself."""
+    logger.debug("%s %s: malformed body: %s", request.method, request.path, exc)
+    mark_unreadable(request.environ)
+    return error_response(HTTPStatus.BAD_REQUEST, f"malformed chunked request body: {exc}")
 
 
 def _unexpected_error(exc: Exception) -> Response:
