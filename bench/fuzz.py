@@ -66,11 +66,12 @@ class Tally:
     connections: int = 0
     dropped_as_allowed: int = 0
 
-    def fail(self, what: str, example: str) -> None:
+    def fail(self, what: str, example: str, variant: str = "") -> None:
+        """Count a breach of ``what``; examples are kept per ``variant`` (say, each status)."""
         self.failures[what] += 1
-        self.examples.setdefault(what, [])
-        if len(self.examples[what]) < EXAMPLES:
-            self.examples[what].append(example)
+        examples = self.examples.setdefault(f"{what}{variant}", [])
+        if len(examples) < EXAMPLES:
+            examples.append(example)
 
     def merge(self, other: Tally) -> None:
         for name in ("by_status", "by_kind", "failures"):
@@ -87,7 +88,7 @@ def check(tally: Tally, request: kinds.Fuzzed, answer: Answer) -> None:
     tally.by_status[answer.status] += 1
     where = f"{request.describe()} -> {answer.status} {answer.content_type} {answer.body[:200]!r}"
     if answer.status >= 500:
-        tally.fail("answers >= 500", where)
+        tally.fail("answers >= 500", where, f" (status {answer.status})")
     if answer.status >= 400 and not _json_error(request, answer):
         tally.fail("error answers not the JSON envelope", where)
 
@@ -261,8 +262,8 @@ def report(args: argparse.Namespace, tally: Tally, seconds: float, watched: list
         print(f"  {what}: {tally.failures[what]}")
     if tally.requests < args.count:
         print(f"  stopped at the --seconds cap ({args.seconds} s) before --count {args.count}")
-    for what, examples in tally.examples.items():
-        print(f"FAILED {what} ({tally.failures[what]}), for example:")
+    for what, examples in sorted(tally.examples.items()):
+        print(f"FAILED {what}, for example:")
         for example in examples[:EXAMPLES]:
             print(f"    {example[:1500]}")
     return 1 if sum(tally.failures.values()) else 0
