@@ -217,8 +217,8 @@ def _proxy_location(settings: Settings) -> list[str]:
         "    proxy_request_buffering on;",
         "    proxy_buffering on;",
         "    proxy_buffer_size 64k;",
-        "    proxy_buffers 64 64k;",
-        "    proxy_busy_buffers_size 128k;",
+        "    proxy_buffers 256 64k;",  # up to 16 MiB of answer in memory, as needed
+        "    proxy_busy_buffers_size 1m;",
         "    proxy_connect_timeout 5s;",
         f"    proxy_read_timeout {settings.timeout_s}s;",
         f"    proxy_send_timeout {settings.timeout_s}s;",
