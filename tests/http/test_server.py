@@ -27,7 +27,8 @@ def test_gunicorn_options_come_from_settings() -> None:
     settings = Settings(port=9000, workers=3, threads=4, timeout_s=70, keep_alive_s=5)
     options = gunicorn_options(settings.replace(graceful_timeout_s=12, log_level="warning"))
     assert options["bind"] == ["0.0.0.0:9000"]
-    assert (options["workers"], options["threads"], options["worker_class"]) == (3, 4, "smserve.http.worker.JsonErrorWorker")
+    assert (options["workers"], options["threads"]) == (3, 4)
+    assert options["worker_class"] == "smserve.http.worker.JsonErrorWorker"
     assert (options["timeout"], options["keepalive"], options["graceful_timeout"]) == (70, 5, 12)
     assert (options["loglevel"], options["accesslog"]) == ("warning", None)
     assert options["preload_app"] is False

@@ -101,7 +101,6 @@ def test_a_forced_mode_wins() -> None:
         frontend.choose(Settings(frontend="nginx"), None)
 
 
-
 def test_an_unknown_frontend_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="SMSERVE_FRONTEND"):
         Settings.from_env({"SMSERVE_FRONTEND": "apache"})
