@@ -1,8 +1,10 @@
 """Fuzz the real server through nginx: mutated and random requests from concurrent keep-alive
-clients over raw sockets, against an XGBoost and a k-means server (clients alternate).
+clients over raw sockets, against three servers (client i uses server i % 3): XGBoost, k-means,
+and a multi-model endpoint serving both (SAGEMAKER_MULTI_MODEL, the /models routes).
 
-What is sent is described in fuzz_requests.py, fuzz_mutations.py and fuzz_framing.py. What
-must hold, counted and printed, with examples of any breach (the exit status is 1 then):
+What is sent is described in fuzz_requests.py, fuzz_mutations.py, fuzz_framing.py and
+fuzz_mme.py. What must hold, counted and printed, with examples of any breach (the exit
+status is 1 then):
 
 * no answer >= 500;
 * no connection dropped or reset after an answer that kept it alive (keep-alive desync), and
@@ -22,6 +24,7 @@ server runs with its other defaults. ``--frontend gunicorn`` fuzzes gunicorn alo
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import random
 import socket
@@ -38,6 +41,7 @@ import fuzz_requests as kinds  # noqa: E402
 import harness  # noqa: E402
 import proxied  # noqa: E402
 from fuzz_framing import framing  # noqa: E402
+from fuzz_mme import SERVED, mme  # noqa: E402
 from wire import Answer, Dropped, Truncated, Wire  # noqa: E402
 
 KINDS = (
@@ -49,6 +53,15 @@ KINDS = (
     (framing, 5.0),
     (kinds.pipelined, 5.0),
     (kinds.near_limit, 0.4),
+)
+MME_KINDS = (
+    (mme, 70.0),
+    (kinds.route, 10.0),
+    (kinds.header_abuse, 5.0),
+    (framing, 5.0),
+    (kinds.pipelined, 5.0),
+    (kinds.garbage, 3.0),
+    (kinds.tf_serving, 2.0),
 )
 ANSWER_TIMEOUT_S = 30.0
 EXAMPLES = 5
@@ -181,7 +194,7 @@ class Session:
 def run_client(index: int, port: int, quota: int, args: argparse.Namespace, out: Tally) -> None:
     r = random.Random(f"{args.seed}/{index}")
     bodies = kinds.Bodies(args.payload_mb * 1024 * 1024, seed=args.seed + index)
-    generators, weights = zip(*KINDS, strict=True)
+    generators, weights = zip(*(MME_KINDS if index % 3 == 2 else KINDS), strict=True)
     session = Session(port, out)
     deadline = time.monotonic() + args.seconds
     try:
@@ -290,17 +303,36 @@ def main() -> int:
             "SAGEMAKER_MAX_PAYLOAD_IN_MB": str(args.payload_mb),
             "SMSERVE_FRONTEND": args.frontend,
         }
+        harness.build_xgboost(root / "models" / "xgboost")
+        harness.build_kmeans(root / "models" / "kmeans")
+        multi = {**env, "SAGEMAKER_MULTI_MODEL": "true", "SMSERVE_MODELS_DIR": str(root / "models")}
         with (
             proxied.starting(root / "xgboost", root / "xgboost.log", args.workers, env) as xgb,
             proxied.starting(root / "kmeans", root / "kmeans.log", args.workers, env) as km,
+            proxied.starting(root / "models", root / "mme.log", args.workers, multi) as many,
         ):
-            watched = [Watched("xgboost", xgb), Watched("kmeans", km)]
+            watched = [Watched("xgboost", xgb), Watched("kmeans", km), Watched("multi-model", many)]
             for w in watched:
                 proxied.wait_ready(w.server)
                 w.mark()
-            tally, seconds = fuzz(args, [xgb.port, km.port])
+            _register(many.port)
+            tally, seconds = fuzz(args, [xgb.port, km.port, many.port])
             time.sleep(0.5)  # let a worker that died at the very end be noticed
             return report(args, tally, seconds, watched)
+
+
+def _register(port: int) -> None:
+    """Load both models into the multi-model server (SageMaker's LoadModel call)."""
+    for name in SERVED:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        body = json.dumps({"model_name": name, "url": name})
+        connection.request(
+            "POST", "/models", body=body, headers={"Content-Type": "application/json"}
+        )
+        response = connection.getresponse()
+        if response.status != 200:
+            raise RuntimeError(f"loading {name}: {response.status} {response.read()[:300]!r}")
+        connection.close()
 
 
 def _arguments() -> argparse.Namespace:
