@@ -30,7 +30,10 @@ from smserve.errors import DecodeError
 from smserve.media import CSV, MediaType
 from smserve.types import Batch, FloatArray, Locate, Prediction
 
-_BLANK_LINE = re.compile(r"(?:^|\n)[ \t\r]*(?=\n)")  # an empty line before the last
+# An empty line before the last. The scan starts on a literal newline (a fast search); a
+# leading alternation such as (?:^|\n) is tried at every character and costs 50 ms per 6 MiB.
+_BLANK_LINE = re.compile(r"\n[ \t\r]*(?=\n)")
+_BLANK_FIRST_LINE = re.compile(r"[ \t\r]*\n")
 _SMALLEST_POSITIONAL = 1e-4  # Python's repr switches to exponent notation below this
 _FEW_VALUES = 16  # outputs up to this many values are checked one by one (a fixed bound)
 
@@ -95,9 +98,12 @@ class CsvCodec:
 
 
 def _check_no_blank_lines(text: str) -> None:
-    match = _BLANK_LINE.search(text.rstrip("\r\n \t"))
+    body = text.rstrip("\r\n \t")
+    if _BLANK_FIRST_LINE.match(body) is not None:
+        raise blank_line_error(CSV, 1)
+    match = _BLANK_LINE.search(body)
     if match is not None:
-        raise blank_line_error(CSV, text.count("\n", 0, match.end()) + 1)
+        raise blank_line_error(CSV, body.count("\n", 0, match.end()) + 1)
 
 
 def _locator(text: str) -> Locate:
