@@ -1,5 +1,8 @@
 """gunicorn's gthread worker, answering the errors gunicorn raises itself in our JSON envelope.
 
+An unknown Transfer-Encoding is a 400 here, not gunicorn's 501 (as behind nginx): bad input
+never costs a 5xx.
+
 gunicorn answers a request it cannot parse (a NUL byte in a header, a request line or header
 over its limits, a bad chunked body) with an HTML page of its own, before any app runs. Behind
 nginx such requests never reach it (nginx refuses them first, in JSON); with gunicorn alone
@@ -22,7 +25,6 @@ from smserve.media import JSON
 _STATUS_BY_ERROR: tuple[tuple[type[Exception], HTTPStatus], ...] = (
     (parse_errors.LimitRequestLine, HTTPStatus.REQUEST_URI_TOO_LONG),
     (parse_errors.LimitRequestHeaders, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE),
-    (parse_errors.UnsupportedTransferCoding, HTTPStatus.NOT_IMPLEMENTED),
     (parse_errors.ExpectationFailed, HTTPStatus.EXPECTATION_FAILED),
     (parse_errors.ForbiddenProxyRequest, HTTPStatus.FORBIDDEN),
 )

@@ -128,4 +128,5 @@ def regress_body(values: np.ndarray) -> bytes:
 
 
 def error_body(message: str) -> bytes:
-    return f'{{\n{_indent(1)}"error": {quote(message)}\n}}'.encode()
+    # A message may echo a request's invalid UTF-8 (lone surrogates): replaced, never a 500.
+    return f'{{\n{_indent(1)}"error": {quote(message)}\n}}'.encode(errors="replace")
