@@ -62,9 +62,13 @@ def _parser() -> argparse.ArgumentParser:
         choices=DEMO_KINDS,
         help="serve a demo model trained on first start (default kind: xgboost)",
     )
-    serve.add_argument("--port", type=_positive, help="listen port (SAGEMAKER_BIND_TO_PORT)")
     serve.add_argument(
-        "--workers", type=_positive, help="worker processes (SAGEMAKER_MODEL_SERVER_WORKERS)"
+        "--port", type=score_command.positive_integer, help="listen port (SAGEMAKER_BIND_TO_PORT)"
+    )
+    serve.add_argument(
+        "--workers",
+        type=score_command.positive_integer,
+        help="worker processes (SAGEMAKER_MODEL_SERVER_WORKERS)",
     )
     serve.add_argument(
         "--model_config_file",
@@ -84,16 +88,6 @@ def _parser() -> argparse.ArgumentParser:
     score_command.add_arguments(score)
     score.set_defaults(run=_score)
     return parser
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _choice(parser, "--assemble-with", ASSEMBLE_WITH, "Line: every answer ends a line")
     _choice(parser, "--join-source", JOIN_SOURCES, "Input: each answer joined to its record")
     _choice(parser, "--on-error", ON_ERROR, "a bad record fails its file, or gets an error line")
-    parser.add_argument("--workers", type=_positive, help="processes (default: one per CPU)")
+    parser.add_argument("--workers", type=positive_integer, help="processes (default: one per CPU)")
     parser.add_argument("--skip-existing", action="store_true", help="resume: keep done .out")
     parser.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS")
     _choice(parser, "--engine", ENGINES, "local processes, or Ray Data")
@@ -128,7 +128,8 @@ def _mib(text: str) -> int:
     return max(1, int(value * MIB))
 
 
-def _positive(text: str) -> int:
+def positive_integer(text: str) -> int:
+    """argparse type: a whole number >= 1 (also used by ``smserve serve``'s flags)."""
     try:
         value = int(text)
     except ValueError:
