@@ -19,10 +19,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 import harness  # noqa: E402
 
-from smserve.algorithms import load_algorithm  # noqa: E402
 from smserve.algorithms.base import SelectableOutputs  # noqa: E402
-from smserve.config import Settings  # noqa: E402
-from smserve.errors import ModelLoadError  # noqa: E402
 from smserve.types import Batch  # noqa: E402
 
 KEYS = ("contributions", "approximate_contributions")
@@ -37,13 +34,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = Path(tmp)
         harness.build_xgboost(model_dir, n_trees=args.trees, depth=6)
-        base = Settings(model_dir=model_dir, workers=1)
-        cpu = load_algorithm(base.replace(xgboost_device="cpu"))
-        try:
-            gpu = load_algorithm(base.replace(xgboost_device="cuda"))
-        except ModelLoadError as exc:
-            print(f"SKIPPED: no GPU visible to XGBoost ({exc})")
+        loaded = harness.cpu_and_gpu(model_dir)
+        if loaded is None:
             return 0
+        cpu, gpu = loaded
         assert isinstance(cpu, SelectableOutputs)
         assert isinstance(gpu, SelectableOutputs)
         batch = Batch(np.ascontiguousarray(harness.rows(args.rows)))

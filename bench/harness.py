@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import xgboost as xgb
 
+from smserve.algorithms.base import Algorithm
 from smserve.algorithms.ndarray import write_ndarray_file
 
 N_FEATURES = 50
@@ -140,3 +141,20 @@ def summary(samples: list[float]) -> str:
         f"p50 {percentile(samples, 50):7.3f} ms  p99 {percentile(samples, 99):7.3f} ms  "
         f"mean {statistics.fmean(samples):7.3f} ms"
     )
+
+
+def cpu_and_gpu(model_dir: Path) -> tuple[Algorithm, Algorithm] | None:
+    """The model in ``model_dir`` loaded for the CPU and for CUDA; None (with a SKIPPED line)
+    when XGBoost sees no GPU."""
+    from smserve.algorithms import load_algorithm
+    from smserve.config import Settings
+    from smserve.errors import ModelLoadError
+
+    base = Settings(model_dir=model_dir, workers=1)
+    cpu = load_algorithm(base.replace(xgboost_device="cpu"))
+    try:
+        gpu = load_algorithm(base.replace(xgboost_device="cuda"))
+    except ModelLoadError as exc:
+        print(f"SKIPPED: no GPU visible to XGBoost ({exc})")
+        return None
+    return cpu, gpu
