@@ -1,30 +1,28 @@
 """text/csv: rows of features in, one line of outputs per row out.
 
-It owns CSV parsing (fast path and tolerant fallback) and CSV number formatting; the shared
-number parser lives in ``codecs/text.py``.
+It owns CSV parsing (fast path and tolerant fallback; Arrow's reader for big bodies in
+``csv_arrow.py``) and CSV lines; numbers are written by ``csv_cells.py``, parsed by
+``codecs/text.py``.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import compress
 from operator import methodcaller
 
 import numpy as np
 import numpy.typing as npt
-import orjson
 
 from smserve.codecs.base import TEXT_PARAMETERS, UNNAMED, DecodeContext
 from smserve.codecs.csv_arrow import ARROW_MIN_BYTES, parse_large
+from smserve.codecs.csv_cells import Cell, cells
 from smserve.codecs.text import (
     blank_line_error,
     decode_utf8,
     first_unparsable,
     load_numbers,
-    number_tokens,
-    row_cells,
 )
 from smserve.errors import DecodeError
 from smserve.media import CSV, MediaType
@@ -34,8 +32,6 @@ from smserve.types import Batch, FloatArray, Locate, Prediction
 # leading alternation such as (?:^|\n) is tried at every character and costs 50 ms per 6 MiB.
 _BLANK_LINE = re.compile(r"\n[ \t\r]*(?=\n)")
 _BLANK_FIRST_LINE = re.compile(r"[ \t\r]*\n")
-_SMALLEST_POSITIONAL = 1e-4  # Python's repr switches to exponent notation below this
-_FEW_VALUES = 16  # outputs up to this many values are checked one by one (a fixed bound)
 
 
 class CsvCodec:
@@ -89,12 +85,13 @@ class CsvCodec:
         spread = [prediction.outputs[name] for name in prediction.columns]
         outputs = [array for name, array in prediction.items() if name not in prediction.columns]
         if len(outputs) + len(spread) == 1:
-            lines: Iterable[bytes] = _cells([*outputs, *spread][0], quoted=False)
+            lines: list[Cell] = cells([*outputs, *spread][0], quoted=False)
         else:
-            cells = [_cells(array, quoted=True) for array in outputs]
-            cells += [_cells(array, quoted=False) for array in spread]
-            lines = map(b",".join, zip(*cells, strict=True))
-        return b"\n".join(lines) + b"\n"
+            columns = [cells(array, quoted=True) for array in outputs]
+            columns += [cells(array, quoted=False) for array in spread]
+            lines = list(map(b",".join, zip(*columns, strict=True)))
+        lines.append(b"")  # the last newline, without copying the whole answer once more
+        return b"\n".join(lines)
 
 
 def _check_no_blank_lines(text: str) -> None:
@@ -165,53 +162,3 @@ def _bad_cell(patched: str, line_numbers: npt.NDArray[np.intp], width: int) -> D
         f"text/csv: row {line_numbers[row]}, column {column + 1}: "
         f"could not convert {cells[index]!r} to a number"
     )
-
-
-def _cells(array: np.ndarray, quoted: bool) -> list[bytes]:
-    """One CSV cell per row: a number, k comma-separated numbers, or a quoted Python list."""
-    if not quoted and array.ndim > 1 and array.dtype.kind == "f" and array.size > _FEW_VALUES:
-        return _plain_vectors(array)
-    return _token_cells(array, quoted)
-
-
-def _token_cells(array: np.ndarray, quoted: bool) -> list[bytes]:
-    tokens = number_tokens(array)
-    if array.dtype.kind == "f":
-        _patch_floats(tokens, np.ascontiguousarray(array, dtype=np.float64).reshape(-1))
-    if quoted:
-        return row_cells(array, tokens, b", ", b'"[%b]"')
-    return row_cells(array, tokens, b",")
-
-
-def _plain_vectors(array: np.ndarray) -> list[bytes]:
-    """``_cells(array, quoted=False)`` for a float vector output, faster for wide ones (such
-    as contributions): one orjson call writes every row, and only the rows holding a value
-    orjson writes unlike ``repr`` go through the per-token path."""
-    rows = np.ascontiguousarray(array, dtype=np.float64).reshape(len(array), -1)
-    text = orjson.dumps(rows, option=orjson.OPT_SERIALIZE_NUMPY)
-    cells = np.array(text[2:-2].split(b"],["), dtype=object)
-    magnitude = np.abs(rows)
-    odd = ~np.isfinite(rows) | ((magnitude < _SMALLEST_POSITIONAL) & (magnitude > 0))
-    patched = np.flatnonzero(odd.any(axis=1))
-    if patched.size:
-        cells[patched] = _token_cells(rows[patched], quoted=False)
-    return list(cells)
-
-
-def _patch_floats(tokens: list[bytes], flat: npt.NDArray[np.float64]) -> None:
-    """Make orjson's float text ``repr``'s: it has the same shortest round-trip digits but
-    writes null for nan/inf, and ``0.000015`` or ``1e-7`` (not ``1.5e-05``, ``1e-07``) between
-    1e-9 and 1e-4; the tests pin this against ``repr``."""
-    if flat.size <= _FEW_VALUES:  # a small answer: cheaper in Python than five numpy passes
-        where = [i for i, value in enumerate(flat.tolist()) if not _written_alike(value)]
-    else:
-        magnitude = np.abs(flat)
-        odd = ~np.isfinite(flat) | ((magnitude < _SMALLEST_POSITIONAL) & (magnitude > 0))
-        where = np.flatnonzero(odd).tolist()
-    for index in where:
-        tokens[index] = repr(float(flat[index])).encode()
-
-
-def _written_alike(value: float) -> bool:
-    """True when orjson writes ``value`` as ``repr`` does (zero, or finite and >= 1e-4)."""
-    return value == 0 or _SMALLEST_POSITIONAL <= abs(value) < math.inf
