@@ -20,6 +20,7 @@ LIBSVM = "text/libsvm"
 PARQUET = "application/x-parquet"  # the built-in XGBoost's name for a whole Parquet file
 ARROW_STREAM = "application/vnd.apache.arrow.stream"  # Arrow IPC streaming format
 ARROW_FILE = "application/vnd.apache.arrow.file"  # Arrow IPC file (random-access) format
+OCTET_STREAM = "application/octet-stream"  # V2 bodies with binary tensors (Triton)
 
 # Other spellings clients send for the same formats (the built-in XGBoost container's short
 # names among them). Keys and values are lower-case essences.

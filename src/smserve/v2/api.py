@@ -1,0 +1,176 @@
+"""The Open Inference Protocol (KServe V2) REST API without HTTP: a DoorRequest in, a
+DoorReply out, for every model the repository serves.
+
+Unknown model (or version): 404, worded as Triton words it. Every other failure is the
+shared mapping (``failures.describe``) in the protocol's ``{"error": "..."}`` envelope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+import smserve
+from smserve.algorithms.base import Algorithm
+from smserve.doors import DoorReply, DoorRequest
+from smserve.errors import ModelNotFound, ModelNotReady
+from smserve.failures import describe
+from smserve.media import JSON
+from smserve.service import InferenceService
+from smserve.types import Batch, Prediction
+from smserve.v2 import response
+from smserve.v2.datatypes import MODEL_DATATYPE
+from smserve.v2.outputs import Spec, known_keys, output_metadata, protocol_name, selected_keys
+from smserve.v2.request import HEADER_LENGTH, InferRequest, parse_request
+from smserve.v2.routes import NOT_ALLOWED, NOT_FOUND, Route, parse_route
+from smserve.v2.tensors import decode_input, model_matrix, only_input
+
+SERVER_NAME = "smserve"
+EXTENSIONS = ("binary_tensor_data",)
+INPUT_NAME = "input__0"  # the name Triton's FIL backend gives a tree model's one input
+_ROUTE_ERRORS = {NOT_FOUND: (404, "Not Found"), NOT_ALLOWED: (405, "Method Not Allowed")}
+
+
+class Served(Protocol):
+    """One loaded model version (``smserve.repository.loading.ServedModel``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def algorithm(self) -> Algorithm: ...
+    @property
+    def service(self) -> InferenceService: ...
+    @property
+    def outputs(self) -> Mapping[str, Spec]: ...
+
+
+class ModelSource(Protocol):
+    """Where the API finds models (``smserve.repository.modes.Models``)."""
+
+    def names(self) -> tuple[str, ...]: ...
+
+    def resolve(self, name: str, version: int | None = None) -> Served:
+        """Raises ModelNotFound (or ModelNotReady)."""
+        ...
+
+
+class V2API:
+    """Answers every request under ``/v2`` from a ModelSource."""
+
+    def __init__(self, models: ModelSource) -> None:
+        self.models = models
+        self.server_metadata = response.json_body(
+            {"name": SERVER_NAME, "version": smserve.__version__, "extensions": EXTENSIONS}
+        )
+
+    def handle(self, request: DoorRequest) -> DoorReply:
+        route = Route(NOT_FOUND)
+        try:
+            route = parse_route(request.method, request.path)
+            return self._dispatch(route, request)
+        except ModelNotFound as exc:
+            return _reply(404, _not_found(exc), route)
+        except Exception as exc:
+            failure = describe(exc, f"{request.method} {request.path}")
+            return _reply(failure.status, failure.message, route)
+
+    def error_reply(self, exc: Exception, request: DoorRequest) -> DoorReply:
+        """The envelope for ``exc``, raised while the adapter read ``request`` (a 413)."""
+        failure = describe(exc, f"{request.method} {request.path}")
+        return _reply(failure.status, failure.message, Route(NOT_FOUND))
+
+    def _dispatch(self, route: Route, request: DoorRequest) -> DoorReply:
+        if route.action in _ROUTE_ERRORS:
+            return _reply(*_ROUTE_ERRORS[route.action], route)
+        if route.action == "server_metadata":
+            return _ok(self.server_metadata)
+        if route.action == "live":
+            return _ok(response.json_body({"live": True}))
+        if route.action == "ready":
+            return self._server_ready()
+        served = self.models.resolve(route.model, route.version)
+        if route.action == "model_ready":
+            return _ok(response.json_body({"name": served.name, "ready": True}), served)
+        if route.action == "model_metadata":
+            return _ok(response.json_body(model_metadata(served)), served)
+        return self._infer(route, served, request)
+
+    def _server_ready(self) -> DoorReply:
+        """Ready when every model the repository names has a version that answers."""
+        try:
+            for name in self.models.names():
+                self.models.resolve(name)
+        except (ModelNotFound, ModelNotReady):
+            body = response.json_body({"ready": False})
+            return DoorReply(400, body.data, body.content_type)
+        return _ok(response.json_body({"ready": True}))
+
+    def _infer(self, route: Route, served: Served, request: DoorRequest) -> DoorReply:
+        infer = parse_request(request.body, request.headers.get(HEADER_LENGTH))
+        tensor = only_input(infer.inputs)
+        matrix = model_matrix(decode_input(tensor), tensor.name, served.algorithm.n_features)
+        outputs = _run(served, Batch(matrix), infer)
+        body = response.infer_body(served.name, served.version, infer.id, outputs)
+        return DoorReply(
+            200, body.data, body.content_type, body.headers, route.model, "infer", served.version
+        )
+
+
+def model_metadata(served: Served) -> dict[str, object]:
+    """``$metadata_model_response``: one FP32 input [-1, n_features] and every output."""
+    width = served.algorithm.n_features
+    return {
+        "name": served.name,
+        "versions": [str(served.version)],
+        "platform": served.algorithm.name,
+        "inputs": [{"name": INPUT_NAME, "datatype": MODEL_DATATYPE, "shape": [-1, width or -1]}],
+        "outputs": output_metadata(served.outputs),
+    }
+
+
+def _run(served: Served, batch: Batch, infer: InferRequest) -> list[response.OutputTensor]:
+    """The requested outputs (or the default ones), in order."""
+    service = served.service
+    if infer.outputs is None:
+        prediction = service.predict(batch)
+        return [
+            response.OutputTensor(protocol_name(key), values, infer.binary_output)
+            for key, values in prediction.items()
+        ]
+    names = [output.name for output in infer.outputs]
+    keys = selected_keys(names, known_keys(service, served.outputs))
+    prediction = _predict(service, batch, keys)
+    return [
+        response.OutputTensor(output.name, prediction.outputs[key], output.binary)
+        for output, key in zip(infer.outputs, keys, strict=True)
+    ]
+
+
+def _predict(service: InferenceService, batch: Batch, keys: tuple[str, ...]) -> Prediction:
+    """A selectable model computes only ``keys``; another gives its outputs, and picks."""
+    if not service.output_keys:
+        return service.predict(batch)
+    return service.predict(batch, tuple(dict.fromkeys(keys)))
+
+
+def _not_found(exc: ModelNotFound) -> str:
+    """Triton's words for a model or version it does not serve."""
+    name = exc.model_name
+    if exc.version is not None:
+        return f"Request for unknown model: '{name}' version {exc.version} is not found"
+    if not exc.whole_model:
+        return f"Request for unknown model: '{name}' has no available versions"
+    return f"Request for unknown model: '{name}' is not found"
+
+
+def _ok(body: response.Body, served: Served | None = None) -> DoorReply:
+    if served is None:
+        return DoorReply(200, body.data, body.content_type)
+    return DoorReply(200, body.data, body.content_type, model=served.name, version=served.version)
+
+
+def _reply(status: int, message: str, route: Route) -> DoorReply:
+    verb = "infer" if route.action == "infer" else ""
+    return DoorReply(status, response.error_body(message), JSON, (), route.model, verb)
