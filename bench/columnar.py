@@ -2,7 +2,9 @@
 and Arrow IPC stream (each answered in its own format), the 1-row CSV request, and the
 in-process numpy floor (np.loadtxt + predict + format) measured in the same run; plus the
 CSV decode alone, numpy path against the Arrow path. XGBoost: 100 trees, depth 6, 50
-features (``harness.build_xgboost``). Prints timings; asserts nothing.
+features (``harness.build_xgboost``); and where the CSV request's time goes in-process
+(decode, predict, encode, and the whole service call, so HTTP's share is the rest). Prints
+timings and the target ratio (CSV -> CSV <= 0.6x the floor); asserts nothing.
 
     .venv/bin/python bench/columnar.py [--repeat-small 2000] [--repeat-large 20]
 """
@@ -25,8 +27,12 @@ import harness  # noqa: E402
 import http_csv  # noqa: E402
 
 from smserve import media  # noqa: E402
+from smserve.algorithms import load_algorithm  # noqa: E402
+from smserve.codecs import default_registry  # noqa: E402
 from smserve.codecs.csv import CsvCodec  # noqa: E402
 from smserve.codecs.text import load_numbers  # noqa: E402
+from smserve.config import Settings  # noqa: E402
+from smserve.service import InferenceService  # noqa: E402
 
 
 def bodies(matrix: np.ndarray) -> dict[str, bytes]:
@@ -50,6 +56,24 @@ def decode_only(body: bytes, repeat: int) -> None:
     print(f"  CSV decode 10k x 50, codec (Arrow) {harness.summary(arrow_path)}")
 
 
+def stages(model_dir: Path, body: bytes, repeat: int) -> None:
+    """The CSV -> CSV request in-process, stage by stage (p50 each)."""
+    settings = Settings(model_dir=model_dir, workers=1)
+    algorithm = load_algorithm(settings)
+    service = InferenceService(algorithm, default_registry(settings), settings)
+    codec, parsed = CsvCodec(), media.MediaType(media.CSV)
+    batch = codec.decode(body, parsed)
+    prediction = algorithm.predict(batch)
+    for name, call in [
+        ("decode", lambda: codec.decode(body, parsed)),
+        ("predict", lambda: algorithm.predict(batch)),
+        ("encode", lambda: codec.encode(prediction)),
+        ("service.invoke (all)", lambda: service.invoke(body, media.CSV, media.CSV)),
+    ]:
+        samples = harness.timings_ms(call, repeat, 2)
+        print(f"  in-process CSV -> CSV {name:<21} p50 {harness.percentile(samples, 50):7.3f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat-small", type=int, default=2000)
@@ -59,6 +83,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         floor = http_csv.xgboost_floor(Path(tmp))
         decode_only(large[media.CSV], args.repeat_large)
+        stages(Path(tmp), large[media.CSV], args.repeat_large)
         floor_large = harness.timings_ms(lambda: floor(large[media.CSV]), args.repeat_large, 2)
         floor_mean = statistics.fmean(floor_large)
         print(f"  floor 10k x 50 (numpy)  {harness.summary(floor_large)}")
@@ -66,6 +91,7 @@ def main() -> None:
             post = harness.Client(port).post
             one = harness.timings_ms(lambda: post(small, media.CSV, media.CSV), args.repeat_small)
             print(f"  HTTP CSV 1 row          {harness.summary(one)}")
+            csv_ratio = float("nan")
             for content_type, body in large.items():
                 samples = harness.timings_ms(
                     lambda b=body, t=content_type: post(b, t, t), args.repeat_large, warmup=2
@@ -75,6 +101,9 @@ def main() -> None:
                     f"  HTTP {content_type:<36} {len(body) / 1e6:.2f} MB  "
                     f"{harness.summary(samples)}  {ratio:.2f}x floor"
                 )
+                if content_type == media.CSV:
+                    csv_ratio = ratio
+        print(f"  CSV -> CSV 10k x 50 / numpy floor (means): {csv_ratio:.2f}x   (target <= 0.6x)")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ Per-request outputs go in X-Amzn-SageMaker-Custom-Attributes (``outputs=<key>``)
 request sends none (the endpoint default, ``score``). CSV in; CSV out and RecordIO out (where
 the 51 values per row are cheapest to write). Targets: 1 row with ``contributions`` <= 3x the
 plain 1-row p50; 10,000 rows with ``approximate_contributions`` <= 2x the plain 10,000-row
-request (mean); the exact 10,000-row cost is reported.
+request (mean); the exact 10,000-row cost is reported. Before the HTTP runs, the 10,000-row
+requests in-process, stage by stage (decode, predict, CSV and RecordIO encode): where the
+time goes.
 
     .venv/bin/python bench/http_explain.py [--repeat-small 1000] [--repeat-large 10]
         [--frontend auto|nginx|gunicorn]   (SMSERVE_FRONTEND for the server)
@@ -17,10 +19,17 @@ import argparse
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import harness  # noqa: E402
+
+from smserve import media  # noqa: E402
+from smserve.algorithms import load_algorithm  # noqa: E402
+from smserve.codecs.csv import CsvCodec  # noqa: E402
+from smserve.codecs.recordio import RecordioCodec  # noqa: E402
+from smserve.config import Settings  # noqa: E402
 
 ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
 CSV, RECORDIO = "text/csv", "application/x-recordio-protobuf"
@@ -77,6 +86,28 @@ def large(client: harness.Client, repeat: int, accept: str) -> None:
     print(f"  10k exact / plain (mean): {exact:.2f}x   (reported; exact timed after the others)")
 
 
+def stages(model_dir: Path, repeat: int) -> None:
+    """p50 of each in-process stage of the 10,000-row request, plain and approximate."""
+    algorithm = load_algorithm(Settings(model_dir=model_dir, workers=1))
+    codec, recordio, parsed = CsvCodec(), RecordioCodec(), media.MediaType(media.CSV)
+    body = harness.csv_body(harness.rows(10_000))
+    batch = codec.decode(body, parsed)
+    p50 = {"decode CSV": _p50(lambda: codec.decode(body, parsed), repeat)}
+    for key in (None, "approximate_contributions"):
+        outputs = None if key is None else (key,)
+        prediction = algorithm.predict(batch, outputs)
+        name = key or "plain"
+        p50[f"predict {name}"] = _p50(lambda o=outputs: algorithm.predict(batch, o), repeat)
+        p50[f"encode {name} CSV"] = _p50(lambda p=prediction: codec.encode(p), repeat)
+        p50[f"encode {name} RecordIO"] = _p50(lambda p=prediction: recordio.encode(p), repeat)
+    for stage, value in p50.items():
+        print(f"  in-process 10k x 50 {stage:<40} p50 {value:7.3f} ms")
+
+
+def _p50(call: Callable[[], object], repeat: int) -> float:
+    return harness.percentile(harness.timings_ms(call, repeat, 2), 50)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat-small", type=int, default=1000)
@@ -86,6 +117,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = Path(tmp, "xgb")
         harness.build_xgboost(model_dir)
+        stages(model_dir, max(10, args.repeat_large))
         with harness.server(model_dir, workers=1, SMSERVE_FRONTEND=args.frontend) as port:
             client = harness.Client(port)
             print(f"== xgboost (100 trees, depth 6, 50 features), 1 worker, {args.frontend}")

@@ -16,6 +16,7 @@ import numpy as np
 import orjson
 
 from smserve.codecs.csv import CsvCodec
+from smserve.codecs.csv_cells import token_cells
 from smserve.codecs.json import JsonCodec
 from smserve.codecs.jsonlines import JsonLinesCodec
 from smserve.codecs.libsvm import LibsvmCodec
@@ -54,6 +55,31 @@ def reference_csv_encode(prediction: Prediction) -> bytes:
     return "".join(",".join(map(repr, row)) + "\n" for row in rows).encode()
 
 
+def contributions_like(n: int, rng: np.random.Generator) -> np.ndarray:
+    """(n, 51) float32 shaped like explanations: small values, 10 % exact zeros (features a
+    row's paths never split on) and 0.2 % below 1e-4 (which repr writes with an exponent)."""
+    values = rng.normal(scale=0.05, size=(n, 51))
+    values[rng.random(values.shape) < 0.1] = 0.0
+    tiny = rng.random(values.shape) < 0.002
+    values[tiny] = rng.normal(scale=1e-5, size=int(tiny.sum()))
+    return values.astype(np.float32)
+
+
+def wide_encode(n: int, rng: np.random.Generator) -> None:
+    """The CSV writer on a wide float output against the formatter alone (one orjson call
+    over the same float64 matrix: the floor for this formatting) and the per-token writer."""
+    values = contributions_like(n, rng)
+    prediction = Prediction({"c": values}, columns=("c",))
+    writer = best_of(lambda: CsvCodec().encode(prediction))
+    matrix = values.astype(np.float64)
+    formatter = best_of(lambda: orjson.dumps(matrix, option=orjson.OPT_SERIALIZE_NUMPY))
+    tokens = best_of(lambda: b"\n".join(token_cells(values, quoted=False)))
+    print(
+        f"csv encode {n}x51 contributions: {writer:.1f} ms = {writer / formatter:.2f}x the "
+        f"formatter alone ({formatter:.1f} ms); per-token writer {tokens:.1f} ms"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=10_000)
@@ -85,6 +111,7 @@ def main() -> None:
         f"csv encode {n}x2: {best_of(lambda: csv.encode(prediction)):.1f} ms "
         f"(reference {best_of(lambda: reference_csv_encode(prediction)):.1f} ms)"
     )
+    wide_encode(n, rng)
     print(f"json encode {n}x2: {best_of(lambda: json.encode(prediction)):.1f} ms")
     print(f"jsonlines encode {n}x2: {best_of(lambda: jsonlines.encode(prediction)):.1f} ms")
     body = libsvm_text(n, 50, 1000)
