@@ -112,6 +112,13 @@ def test_kmeans_infer_with_default_outputs(
         np.testing.assert_allclose(result.as_numpy("distance_to_cluster"), distances, rtol=1e-6)
 
 
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+def test_compressed_requests(client: triton.InferenceServerClient, coding: str) -> None:
+    plain = client.infer("xgb", [rows_input(ROWS, True)])
+    packed = client.infer("xgb", [rows_input(ROWS, True)], request_compression_algorithm=coding)
+    np.testing.assert_array_equal(packed.as_numpy("predict"), plain.as_numpy("predict"))
+
+
 def test_an_older_version_and_an_error(client: triton.InferenceServerClient) -> None:
     result = client.infer("xgb", [rows_input(ROWS, True)], model_version="1")
     assert result.get_response()["model_version"] == "1"

@@ -13,13 +13,14 @@ from typing import Protocol
 import smserve
 from smserve.algorithms.base import Algorithm
 from smserve.doors import DoorReply, DoorRequest
-from smserve.errors import ModelNotFound, ModelNotReady
+from smserve.errors import InvalidInput, ModelNotFound, ModelNotReady
 from smserve.failures import describe
 from smserve.media import JSON
 from smserve.service import InferenceService
 from smserve.types import Batch, Prediction
 from smserve.v2 import response
 from smserve.v2.datatypes import MODEL_DATATYPE
+from smserve.v2.encoding import decoded_body
 from smserve.v2.outputs import Spec, known_keys, output_metadata, protocol_name, selected_keys
 from smserve.v2.request import HEADER_LENGTH, InferRequest, parse_request
 from smserve.v2.routes import NOT_ALLOWED, NOT_FOUND, Route, parse_route
@@ -27,6 +28,7 @@ from smserve.v2.tensors import decode_input, model_matrix, only_input
 
 SERVER_NAME = "smserve"
 EXTENSIONS = ("binary_tensor_data",)
+DEFAULT_MAX_BODY_BYTES = 6 * 1024 * 1024  # Settings.max_payload_bytes's default
 INPUT_NAME = "input__0"  # the name Triton's FIL backend gives a tree model's one input
 _ROUTE_ERRORS = {NOT_FOUND: (404, "Not Found"), NOT_ALLOWED: (405, "Method Not Allowed")}
 
@@ -59,8 +61,9 @@ class ModelSource(Protocol):
 class V2API:
     """Answers every request under ``/v2`` from a ModelSource."""
 
-    def __init__(self, models: ModelSource) -> None:
+    def __init__(self, models: ModelSource, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
         self.models = models
+        self.max_body_bytes = max_body_bytes  # the limit on an inflated (gzip, deflate) body
         self.server_metadata = response.json_body(
             {"name": SERVER_NAME, "version": smserve.__version__, "extensions": EXTENSIONS}
         )
@@ -79,7 +82,7 @@ class V2API:
     def error_reply(self, exc: Exception, request: DoorRequest) -> DoorReply:
         """The envelope for ``exc``, raised while the adapter read ``request`` (a 413)."""
         failure = describe(exc, f"{request.method} {request.path}")
-        return _reply(failure.status, failure.message, Route(NOT_FOUND))
+        return _reply(failure.status, failure.message, _route_or_none(request))
 
     def _dispatch(self, route: Route, request: DoorRequest) -> DoorReply:
         if route.action in _ROUTE_ERRORS:
@@ -108,7 +111,10 @@ class V2API:
         return _ok(response.json_body({"ready": True}))
 
     def _infer(self, route: Route, served: Served, request: DoorRequest) -> DoorReply:
-        infer = parse_request(request.body, request.headers.get(HEADER_LENGTH))
+        sent = decoded_body(
+            request.body, request.headers.get("Content-Encoding"), self.max_body_bytes
+        )
+        infer = parse_request(sent, request.headers.get(HEADER_LENGTH))
         tensor = only_input(infer.inputs)
         matrix = model_matrix(decode_input(tensor), tensor.name, served.algorithm.n_features)
         outputs = _run(served, Batch(matrix), infer)
@@ -153,6 +159,13 @@ def _predict(service: InferenceService, batch: Batch, keys: tuple[str, ...]) -> 
     if not service.output_keys:
         return service.predict(batch)
     return service.predict(batch, tuple(dict.fromkeys(keys)))
+
+
+def _route_or_none(request: DoorRequest) -> Route:
+    try:
+        return parse_route(request.method, request.path)
+    except InvalidInput:
+        return Route(NOT_FOUND)
 
 
 def _not_found(exc: ModelNotFound) -> str:
