@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import harness  # noqa: E402
 
 from smserve.config import Settings  # noqa: E402
-from smserve.http.app import build_service  # noqa: E402
+from smserve.scoring.scorer import build_service  # noqa: E402
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

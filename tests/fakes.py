@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from smserve.algorithms.base import default_feature_names
+from smserve.algorithms.base import NO_CAPABILITIES, Capabilities, default_feature_names
 from smserve.codecs import CodecRegistry
 from smserve.codecs.base import TEXT_PARAMETERS, UNNAMED, DecodeContext
 from smserve.config import Settings
@@ -38,6 +38,10 @@ class EchoAlgorithm:
     @property
     def feature_names(self) -> tuple[str, ...]:
         return default_feature_names(self.n_features)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return NO_CAPABILITIES
 
     def predict(self, batch: Batch) -> Prediction:
         self.calls += 1

@@ -7,7 +7,8 @@
     + UnsupportedMediaType      415  unknown Content-Type, or an unsupported parameter value
     + NotAcceptable             406  nothing in Accept is offered
     + PayloadTooLarge           413  body over the configured limit
-    + ModelNotFound             404  unknown model name or version
+    + ModelNotFound             404  unknown model name or version (each door words it)
+    + UnknownLabel              400  a version label the model does not have (TF Serving)
     + Conflict                  409  model already loaded (multi-model endpoints)
   x ModelNotReady               503  this worker has not finished loading
   x InsufficientStorage         507  another model would exceed the memory budget
@@ -66,7 +67,39 @@ class PayloadTooLarge(ClientError):
 
 
 class ModelNotFound(ClientError):
+    """No loaded model answers for ``model_name``: ``version`` is the version asked for (None:
+    the newest). ``whole_model``: nothing at all is known under the name (else the name is
+    known but not that version, or no version is available yet). The message is neutral;
+    each front door words the error in its own protocol's terms from these fields."""
+
     status = HTTPStatus.NOT_FOUND
+
+    def __init__(
+        self, model_name: str, version: int | None = None, *, whole_model: bool = True
+    ) -> None:
+        super().__init__(_not_found_message(model_name, version, whole_model))
+        self.model_name = model_name
+        self.version = version
+        self.whole_model = whole_model
+
+
+def _not_found_message(name: str, version: int | None, whole_model: bool) -> str:
+    if whole_model:
+        return f"model {name!r} is not served"
+    if version is None:
+        return f"model {name!r} has no version available"
+    return f"model {name!r} has no version {version}"
+
+
+class UnknownLabel(ClientError):
+    """``label`` names no available version of ``model_name``."""
+
+    status = HTTPStatus.BAD_REQUEST
+
+    def __init__(self, model_name: str, label: str) -> None:
+        super().__init__(f"model {model_name!r} has no available version labelled {label!r}")
+        self.model_name = model_name
+        self.label = label
 
 
 class Conflict(ClientError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -54,6 +54,20 @@ class Batch:
     @property
     def is_sparse(self) -> bool:
         return bool(sp.issparse(self.features))
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSpec:
+    """One output's element type and its shape per row (``()`` for one number per row,
+    ``(k,)`` for a vector, ``(k, m)`` for one vector per class)."""
+
+    dtype: np.dtype[Any]
+    shape: tuple[int, ...]
+
+    @classmethod
+    def of(cls, array: np.ndarray) -> OutputSpec:
+        """The spec of an output, from any number of rows of it."""
+        return cls(array.dtype, tuple(int(size) for size in array.shape[1:]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,10 +16,9 @@ from werkzeug.test import TestResponse
 
 from smserve.config import Settings
 from smserve.http.app import create_app
-from smserve.http.models import TARGET_HEADER
-from smserve.http.sagemaker import CUSTOM_ATTRIBUTES_HEADER
 from smserve.media import CSV, JSON, JSONLINES
 from smserve.repository import runtime
+from smserve.sagemaker.api import CUSTOM_ATTRIBUTES_HEADER, TARGET_HEADER
 
 ROWS = np.random.default_rng(3).normal(size=(5, 4)).astype(np.float32)
 BODY = "\n".join(",".join(repr(float(v)) for v in row) for row in ROWS).encode() + b"\n"

@@ -14,9 +14,9 @@ from werkzeug.test import TestResponse
 
 from smserve.config import Settings
 from smserve.errors import PredictionError
+from smserve.failures import INTERNAL_ERROR_MESSAGE
 from smserve.http import context
 from smserve.http.app import create_app
-from smserve.http.errors import INTERNAL_ERROR_MESSAGE
 from smserve.types import Batch, Prediction
 from tests.fakes import EchoAlgorithm, FailingAlgorithm, fake_service
 

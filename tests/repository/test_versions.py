@@ -10,15 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smserve.errors import InvalidInput, ModelNotFound
+from smserve.errors import ModelNotFound, UnknownLabel
 from smserve.repository.config import ModelConfig, VersionPolicy
 from smserve.repository.loading import ModelLoader
 from smserve.repository.model import ModelVersions
 from smserve.repository.repository import Repository
+from smserve.repository.status import State, VersionStatus
 from smserve.tfserving.api import TFServingAPI
-from smserve.tfserving.status import State, VersionStatus
 from smserve.types import Batch
 from tests.repository.conftest import write_version
+from tests.tfserving.fakes import BODY_LIMIT, handle
 
 
 def answer(model: ModelVersions, version: int | None = None, label: str | None = None) -> float:
@@ -46,8 +47,9 @@ def test_latest_policy_serves_the_newest(tmp_path: Path, loader: ModelLoader) ->
     model.refresh()
     assert list(model.available) == [2]
     assert model.statuses(None, None) == [VersionStatus(2, State.AVAILABLE)]
-    with pytest.raises(ModelNotFound, match=r"^Servable not found for request: Specific\(m, 1\)$"):
+    with pytest.raises(ModelNotFound) as missing:
         model.served(1, None)
+    assert _fields(missing.value) == ("m", 1, False)
 
 
 def test_a_new_version_replaces_the_old_and_the_old_ends(
@@ -98,8 +100,9 @@ def test_failed_versions_are_not_reloaded_until_their_files_change(
     for _ in range(3):
         model.refresh()
     assert len(calls) == 1
-    with pytest.raises(ModelNotFound, match=r"Latest\(m\)"):
+    with pytest.raises(ModelNotFound) as missing:
         model.served(None, None)
+    assert _fields(missing.value) == ("m", None, False)
 
 
 def test_removed_versions_are_retired(tmp_path: Path, loader: ModelLoader) -> None:
@@ -120,8 +123,13 @@ def test_labels_point_only_at_available_versions(tmp_path: Path, loader: ModelLo
     model = ModelVersions(config, loader)
     model.refresh()
     assert answer(model, label="stable") == 1.0
-    with pytest.raises(InvalidInput, match="^Unrecognized servable version label: canary$"):
+    with pytest.raises(UnknownLabel) as unknown:
         model.served(None, "canary")
+    assert (unknown.value.model_name, unknown.value.label, unknown.value.status) == (
+        "m",
+        "canary",
+        400,
+    )
     write_version(tmp_path, 2, 2)
     model.refresh()
     assert answer(model, label="canary") == 2.0
@@ -131,14 +139,17 @@ def test_labels_point_only_at_available_versions(tmp_path: Path, loader: ModelLo
 def test_status_errors(tmp_path: Path, loader: ModelLoader) -> None:
     repository = Repository.from_configs([ModelConfig("m", tmp_path / "empty")], loader)
     repository.refresh()
-    with pytest.raises(ModelNotFound, match="^Could not find any versions of model m$"):
+    with pytest.raises(ModelNotFound) as missing:
         repository.statuses("m", None, None)
-    with pytest.raises(ModelNotFound, match="^Could not find any versions of model x$"):
+    assert _fields(missing.value) == ("m", None, True)
+    with pytest.raises(ModelNotFound) as missing:
         repository.statuses("x", None, None)
+    assert _fields(missing.value) == ("x", None, True)
     write_version(tmp_path / "empty", 1, 1)
     repository.refresh()
-    with pytest.raises(ModelNotFound, match="^Could not find version 5 of model m$"):
+    with pytest.raises(ModelNotFound) as missing:
         repository.statuses("m", 5, None)
+    assert _fields(missing.value) == ("m", 5, False)
 
 
 def test_the_sagemaker_directory_is_version_1(tmp_path: Path, loader: ModelLoader) -> None:
@@ -156,7 +167,7 @@ def test_hot_swap_under_load_fails_no_request(tmp_path: Path, loader: ModelLoade
     write_version(tmp_path, 1, 1)
     repository = Repository.from_configs([ModelConfig("m", tmp_path)], loader)
     repository.refresh()
-    api = TFServingAPI(repository)
+    api = TFServingAPI(repository, BODY_LIMIT)
     failures: list[bytes] = []
     seen: list[int] = []
     stop = threading.Event()
@@ -165,7 +176,7 @@ def test_hot_swap_under_load_fails_no_request(tmp_path: Path, loader: ModelLoade
         for _ in range(20_000):  # bounded, in case stop is never set
             if stop.is_set():
                 return
-            reply = api.handle("POST", "/v1/models/m:predict", b'{"instances": [[0, 0]]}')
+            reply = handle(api, "POST", "/v1/models/m:predict", b'{"instances": [[0, 0]]}')
             if reply.status != 200:
                 failures.append(reply.body)
             else:
@@ -195,3 +206,8 @@ def _wait_for(condition: object, timeout_s: float = 10.0) -> None:
     while not condition():  # type: ignore[operator]
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.01)
+
+
+def _fields(error: ModelNotFound) -> tuple[str, int | None, bool]:
+    """What a door words a lookup error from (the repository's errors are protocol-neutral)."""
+    return error.model_name, error.version, error.whole_model

@@ -5,15 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
+from werkzeug.datastructures import Headers
 
-from smserve.algorithms.base import default_feature_names
-from smserve.errors import InvalidInput, ModelNotFound
+from smserve.algorithms.base import Capabilities, Scores, default_feature_names
+from smserve.algorithms.xgboost_objectives import objective_capabilities
+from smserve.config import Settings
+from smserve.doors import DoorReply, DoorRequest
+from smserve.errors import ModelNotFound, UnknownLabel
 from smserve.media import CSV, JSON
-from smserve.tfserving.servable import Servable, build_servable
-from smserve.tfserving.status import State, VersionStatus
+from smserve.repository.loading import ModelLoader, ServedModel
+from smserve.repository.status import State, VersionStatus
+from smserve.tfserving.api import TFServingAPI
 from smserve.types import Batch, Prediction
 
 
@@ -40,6 +46,10 @@ class FakeXGBoost:
     @property
     def feature_names(self) -> tuple[str, ...]:
         return default_feature_names(self.n_features)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return objective_capabilities(self.objective, self._n)
 
     def predict(self, batch: Batch) -> Prediction:
         self.calls += 1
@@ -71,6 +81,10 @@ class FakeKMeans:
     def feature_names(self) -> tuple[str, ...]:
         return default_feature_names(self.n_features)
 
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(Scores.DISTANCE)
+
     def predict(self, batch: Batch) -> Prediction:
         x = np.asarray(batch.features, dtype=np.float32)
         d = np.sqrt(((x[:, None, :] - self.centroids[None]) ** 2).sum(axis=2))
@@ -83,43 +97,63 @@ class FakeKMeans:
         )
 
 
-@dataclass(frozen=True)
-class FakeServed:
-    name: str
-    version: int
-    servable: Servable
-
-
 @dataclass
 class FakeSource:
-    """Models by name, each a map of AVAILABLE versions; labels by model."""
+    """Models by name, each a map of AVAILABLE versions; labels by model (a
+    ``repository.modes.Models`` with no files behind it)."""
 
-    models: dict[str, dict[int, Servable]] = field(default_factory=dict)
+    models: dict[str, dict[int, ServedModel]] = field(default_factory=dict)
     labels: dict[str, Mapping[str, int]] = field(default_factory=dict)
+    loader: ModelLoader = field(default_factory=lambda: ModelLoader(Settings()))
 
     def add(self, name: str, version: int, algorithm: object) -> None:
-        self.models.setdefault(name, {})[version] = build_servable(algorithm)  # type: ignore[arg-type]
+        served = self.loader.wrap(name, version, algorithm, Path("."))  # type: ignore[arg-type]
+        self.models.setdefault(name, {})[version] = served
 
-    def served(self, name: str, version: int | None, label: str | None) -> FakeServed:
+    @property
+    def default_model(self) -> str | None:
+        return next(iter(self.models), None)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.models)
+
+    def resolve(
+        self, name: str, version: int | None = None, label: str | None = None
+    ) -> ServedModel:
         versions = self.models.get(name, {})
         if label is not None:
             version = self._label(name, label)
         if version is None:
             if not versions:
-                raise ModelNotFound(f"Servable not found for request: Latest({name})")
+                raise ModelNotFound(name, None)
             version = max(versions)
         if version not in versions:
-            raise ModelNotFound(f"Servable not found for request: Specific({name}, {version})")
-        return FakeServed(name, version, versions[version])
+            raise ModelNotFound(name, version, whole_model=not versions)
+        return versions[version]
 
     def _label(self, name: str, label: str) -> int:
         if label not in self.labels.get(name, {}):
-            raise InvalidInput(f"Unrecognized servable version label: {label}")
+            raise UnknownLabel(name, label)
         return self.labels[name][label]
 
     def statuses(
-        self, name: str, version: int | None, label: str | None
+        self, name: str, version: int | None = None, label: str | None = None
     ) -> Sequence[VersionStatus]:
         if name not in self.models:
-            raise ModelNotFound(f"Could not find any versions of model {name}")
+            raise ModelNotFound(name, version)
         return [VersionStatus(v, State.AVAILABLE) for v in self.models[name]]
+
+
+BODY_LIMIT = Settings().max_payload_bytes
+
+
+def handle(
+    api: TFServingAPI, method: str, path: str, body: bytes = b"", headers: Mapping[str, str] = {}
+) -> DoorReply:
+    """``api``'s answer to one request, as the HTTP layer would hand it over."""
+    return api.handle(DoorRequest(method, path, Headers(headers), body))
+
+
+def served(algorithm: object) -> ServedModel:
+    """``algorithm`` served as model ``m`` version 1."""
+    return ModelLoader(Settings()).wrap("m", 1, algorithm, Path("."))  # type: ignore[arg-type]

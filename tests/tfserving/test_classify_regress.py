@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from smserve.tfserving.api import TFServingAPI
-from tests.tfserving.fakes import FakeKMeans, FakeSource, FakeXGBoost
+from tests.tfserving.fakes import BODY_LIMIT, FakeKMeans, FakeSource, FakeXGBoost, handle
 
 
 @pytest.fixture
@@ -21,11 +21,11 @@ def api() -> TFServingAPI:
     source.add("bin", 1, FakeXGBoost("binary:logistic", n=2))
     source.add("multi", 1, FakeXGBoost("multi:softprob", n=3))
     source.add("km", 1, FakeKMeans(n=2))
-    return TFServingAPI(source)
+    return TFServingAPI(source, BODY_LIMIT)
 
 
 def call(api: TFServingAPI, path: str, body: str) -> tuple[int, Any]:
-    reply = api.handle("POST", path, body.encode())
+    reply = handle(api, "POST", path, body.encode())
     return reply.status, json.loads(reply.body)
 
 
@@ -37,8 +37,11 @@ def test_regress_maps_features_by_name(api: TFServingAPI) -> None:
 def test_regress_layout_is_one_line() -> None:
     source = FakeSource()
     source.add("reg", 1, FakeXGBoost(n=1))
-    reply = TFServingAPI(source).handle(
-        "POST", "/v1/models/reg:regress", b'{"examples": [{"f0": 0.5}, {"f0": 2.0}]}'
+    reply = handle(
+        TFServingAPI(source, BODY_LIMIT),
+        "POST",
+        "/v1/models/reg:regress",
+        b'{"examples": [{"f0": 0.5}, {"f0": 2.0}]}',
     )
     assert reply.body == b'{\n    "results": [0.5, 2.0]\n}'
 
@@ -78,7 +81,7 @@ def test_kmeans_classify_is_the_closest_cluster_and_its_negated_distance(
 
 
 def test_classify_layout(api: TFServingAPI) -> None:
-    reply = api.handle("POST", "/v1/models/km:classify", b'{"examples": [{"f0": 0, "f1": 0}]}')
+    reply = handle(api, "POST", "/v1/models/km:classify", b'{"examples": [{"f0": 0, "f1": 0}]}')
     assert reply.body == b'{\n    "results": [[["0", -0.0]]\n    ]\n}'
 
 
@@ -195,7 +198,7 @@ def test_real_xgboost_maps_examples_by_the_boosters_feature_names(tmp_path: Path
     (tmp_path / "xgboost-model").write_bytes(bytes(booster.save_raw("json")))
     source = FakeSource()
     source.add("xgb", 1, load_algorithm(Settings(), tmp_path))
-    api = TFServingAPI(source)
+    api = TFServingAPI(source, BODY_LIMIT)
     by_name = call(api, "/v1/models/xgb:regress", '{"examples": [{"income": 0.5, "age": -1.0}]}')
     expected = booster.inplace_predict(np.array([[-1.0, 0.5]], dtype=np.float32))
     assert by_name == (200, {"results": [pytest.approx(float(expected[0]), rel=1e-6)]})
@@ -210,6 +213,6 @@ def test_real_xgboost_maps_examples_by_the_boosters_feature_names(tmp_path: Path
 def test_invalid_utf8_in_the_request_is_a_400(api: TFServingAPI, verb: str) -> None:
     # Found by bench/fuzz.py: the message echoes the document, lone surrogates and all.
     body = b'{"signature_name": "serving_default", "in\xc0\xafstances": [[1.0]]}'
-    reply = api.handle("POST", f"/v1/models/bin:{verb}", body)
+    reply = handle(api, "POST", f"/v1/models/bin:{verb}", body)
     assert reply.status == 400
     assert "error" in json.loads(reply.body)

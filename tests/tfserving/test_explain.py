@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from smserve.config import Settings
 from smserve.http.app import create_app
 from smserve.tfserving.servable import build_servable
-from tests.tfserving.fakes import FakeXGBoost
+from tests.tfserving.fakes import FakeXGBoost, served
 
 ROWS = np.random.default_rng(11).normal(size=(3, 4)).astype(np.float32)
 
@@ -75,5 +75,5 @@ def test_kmeans_explain_adds_contributions_to_its_outputs(kmeans_model_dir: Path
 
 
 def test_models_with_fixed_outputs_have_no_explain_signature() -> None:
-    servable = build_servable(FakeXGBoost("binary:logistic"))
+    servable = build_servable(served(FakeXGBoost("binary:logistic")))
     assert "explain" not in servable.signatures

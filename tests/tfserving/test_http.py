@@ -217,4 +217,4 @@ def test_injected_service_is_the_one_v1_uses(settings: Settings) -> None:
     service: InferenceService = fake_service(algorithm, settings)  # type: ignore[arg-type]
     app = create_app(settings, service)
     app.test_client().post(PREDICT, data=b'{"instances": [[0, 0]]}')
-    assert app.extensions["smserve.tfserving"].models.served("model", None, None).service is service
+    assert app.extensions["smserve.tfserving"].models.resolve("model").service is service

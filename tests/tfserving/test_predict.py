@@ -10,7 +10,7 @@ import pytest
 
 from smserve.tfserving.api import TFServingAPI
 from smserve.tfserving.jsonparse import parse_document
-from tests.tfserving.fakes import FakeKMeans, FakeSource, FakeXGBoost
+from tests.tfserving.fakes import BODY_LIMIT, FakeKMeans, FakeSource, FakeXGBoost, handle
 
 PREDICT = "/v1/models/reg:predict"
 
@@ -20,12 +20,12 @@ def api() -> TFServingAPI:
     source = FakeSource()
     source.add("reg", 1, FakeXGBoost(n=3))
     source.add("km", 4, FakeKMeans(n=2))
-    return TFServingAPI(source)
+    return TFServingAPI(source, BODY_LIMIT)
 
 
 def post(api: TFServingAPI, body: bytes | str, path: str = PREDICT) -> tuple[int, Any]:
     data = body.encode() if isinstance(body, str) else body
-    reply = api.handle("POST", path, data)
+    reply = handle(api, "POST", path, data)
     return reply.status, parse_document(reply.body).value
 
 
@@ -46,8 +46,8 @@ def test_predict_accepts(api: TFServingAPI, body: str, expected: Any) -> None:
 
 
 def test_nan_and_infinity_tokens_round_trip(api: TFServingAPI) -> None:
-    reply = api.handle(
-        "POST", PREDICT, b'{"instances": [[NaN, 1, 2], [Infinity, 1, 1], [-Inf, 0, 0]]}'
+    reply = handle(
+        api, "POST", PREDICT, b'{"instances": [[NaN, 1, 2], [Infinity, 1, 1], [-Inf, 0, 0]]}'
     )
     assert reply.status == 200
     assert reply.body == b'{\n    "predictions": [NaN, Infinity, -Infinity\n    ]\n}'
@@ -177,7 +177,7 @@ def test_unknown_models_and_versions_are_404(api: TFServingAPI, path: str, messa
 
 
 def test_several_outputs_give_one_object_per_row(api: TFServingAPI) -> None:
-    reply = api.handle("POST", "/v1/models/km:predict", b'{"instances": [[0, 0], [9, 9]]}')
+    reply = handle(api, "POST", "/v1/models/km:predict", b'{"instances": [[0, 0], [9, 9]]}')
     assert reply.status == 200
     assert reply.version == 4
     assert json.loads(reply.body) == {
@@ -190,7 +190,7 @@ def test_several_outputs_give_one_object_per_row(api: TFServingAPI) -> None:
 
 
 def test_columnar_several_outputs_give_an_object_of_tensors(api: TFServingAPI) -> None:
-    reply = api.handle("POST", "/v1/models/km:predict", b'{"inputs": [[0, 0], [9, 9]]}')
+    reply = handle(api, "POST", "/v1/models/km:predict", b'{"inputs": [[0, 0], [9, 9]]}')
     assert json.loads(reply.body) == {
         "outputs": {"closest_cluster": [0.0, 1.0], "distance_to_cluster": [0.0, 1.41421354]}
     }
@@ -199,8 +199,11 @@ def test_columnar_several_outputs_give_an_object_of_tensors(api: TFServingAPI) -
 def test_row_layout_is_single_line_per_row() -> None:
     source = FakeSource()
     source.add("multi", 1, FakeXGBoost("multi:softprob", n=2))
-    reply = TFServingAPI(source).handle(
-        "POST", "/v1/models/multi:predict", b'{"instances": [[0, 0], [0, 0]]}'
+    reply = handle(
+        TFServingAPI(source, BODY_LIMIT),
+        "POST",
+        "/v1/models/multi:predict",
+        b'{"instances": [[0, 0], [0, 0]]}',
     )
     assert reply.body == b'{\n    "predictions": [[0.5, 0.5], [0.5, 0.5]\n    ]\n}'
 
@@ -208,7 +211,12 @@ def test_row_layout_is_single_line_per_row() -> None:
 def test_columnar_layout_is_one_element_per_line() -> None:
     source = FakeSource()
     source.add("multi", 1, FakeXGBoost("multi:softprob", n=2))
-    reply = TFServingAPI(source).handle("POST", "/v1/models/multi:predict", b'{"inputs": [[0, 0]]}')
+    reply = handle(
+        TFServingAPI(source, BODY_LIMIT),
+        "POST",
+        "/v1/models/multi:predict",
+        b'{"inputs": [[0, 0]]}',
+    )
     expected = (
         '{\n    "outputs": [\n        [\n            0.5,\n            0.5\n        ]\n    ]\n}'
     )

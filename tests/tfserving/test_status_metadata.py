@@ -9,10 +9,11 @@ import pytest
 
 from smserve.algorithms import load_algorithm
 from smserve.config import Settings
+from smserve.repository.status import State, VersionStatus
 from smserve.tfserving.api import TFServingAPI
 from smserve.tfserving.servable import build_servable
-from smserve.tfserving.status import State, VersionStatus, status_body
-from tests.tfserving.fakes import FakeKMeans, FakeSource, FakeXGBoost
+from smserve.tfserving.status import status_body
+from tests.tfserving.fakes import BODY_LIMIT, FakeKMeans, FakeSource, FakeXGBoost, handle, served
 
 
 @pytest.fixture
@@ -21,7 +22,7 @@ def api() -> TFServingAPI:
     source.add("km", 2, FakeKMeans(n=2))
     source.add("km", 1, FakeKMeans(n=2))
     source.labels["km"] = {"stable": 1}
-    return TFServingAPI(source)
+    return TFServingAPI(source, BODY_LIMIT)
 
 
 def test_status_lists_versions_newest_first_in_proto3_json() -> None:
@@ -64,13 +65,13 @@ GETS = [
 
 @pytest.mark.parametrize(("path", "status", "body"), GETS, ids=[g[0] for g in GETS])
 def test_get_errors(api: TFServingAPI, path: str, status: int, body: object) -> None:
-    reply = api.handle("GET", path, b"")
+    reply = handle(api, "GET", path, b"")
     assert (reply.status, json.loads(reply.body)) == (status, body)
 
 
 @pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH", "HEAD"])
 def test_other_methods_are_malformed(api: TFServingAPI, method: str) -> None:
-    reply = api.handle(method, "/v1/models/km", b"")
+    reply = handle(api, method, "/v1/models/km", b"")
     assert (reply.status, json.loads(reply.body)) == (
         400,
         {"error": f"Malformed request: {method} /v1/models/km"},
@@ -78,7 +79,7 @@ def test_other_methods_are_malformed(api: TFServingAPI, method: str) -> None:
 
 
 def test_metadata_names_the_latest_version_and_every_signature(api: TFServingAPI) -> None:
-    reply = api.handle("GET", "/v1/models/km/metadata", b"")
+    reply = handle(api, "GET", "/v1/models/km/metadata", b"")
     body = json.loads(reply.body)
     assert body["model_spec"] == {"name": "km", "signature_name": "", "version": "2"}
     signatures = body["metadata"]["signature_def"]["signature_def"]
@@ -100,7 +101,7 @@ def test_metadata_names_the_latest_version_and_every_signature(api: TFServingAPI
 
 def test_metadata_by_label_and_version(api: TFServingAPI) -> None:
     for path in ("/v1/models/km/labels/stable/metadata", "/v1/models/km/versions/1/metadata"):
-        body = json.loads(api.handle("GET", path, b"").body)
+        body = json.loads(handle(api, "GET", path, b"").body)
         assert body["model_spec"]["version"] == "1"
 
 
@@ -114,11 +115,11 @@ def test_metadata_by_label_and_version(api: TFServingAPI) -> None:
     ],
 )
 def test_signatures_by_objective(objective: str, signatures: set[str]) -> None:
-    assert set(build_servable(FakeXGBoost(objective)).signatures) == signatures
+    assert set(build_servable(served(FakeXGBoost(objective))).signatures) == signatures
 
 
 def test_real_xgboost_signatures(xgb_multiclass_dir: Path) -> None:
-    servable = build_servable(load_algorithm(Settings(), xgb_multiclass_dir))
+    servable = build_servable(served(load_algorithm(Settings(), xgb_multiclass_dir)))
     classes = servable.signatures["classification"].outputs["classes"]
     assert classes.shape == (-1, 3)
     assert servable.signatures["serving_default"].outputs["score"].shape == (-1, 3)
@@ -126,7 +127,7 @@ def test_real_xgboost_signatures(xgb_multiclass_dir: Path) -> None:
 
 
 def test_real_kmeans_signatures(kmeans_model_dir: Path) -> None:
-    servable = build_servable(load_algorithm(Settings(), kmeans_model_dir))
+    servable = build_servable(served(load_algorithm(Settings(), kmeans_model_dir)))
     assert set(servable.signatures["serving_default"].outputs) == {
         "closest_cluster",
         "distance_to_cluster",

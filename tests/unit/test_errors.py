@@ -21,14 +21,31 @@ STATUSES = [
     (errors.ModelNotReady, HTTPStatus.SERVICE_UNAVAILABLE),
     (errors.InsufficientStorage, HTTPStatus.INSUFFICIENT_STORAGE),
     (errors.PredictionError, HTTPStatus.INTERNAL_SERVER_ERROR),
+    (errors.UnknownLabel, HTTPStatus.BAD_REQUEST),
 ]
+# Built from fields each door words its own way, not from a message.
+STRUCTURED = (errors.ModelNotFound, errors.UnknownLabel)
 
 
-@pytest.mark.parametrize(("cls", "status"), STATUSES, ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    ("cls", "status"),
+    [(cls, status) for cls, status in STATUSES if cls not in STRUCTURED],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_status(cls: type[errors.ServingError], status: HTTPStatus) -> None:
     exc = cls("what to fix")
     assert exc.status == status
     assert exc.message == str(exc) == "what to fix"
+
+
+def test_lookup_errors_carry_what_a_door_words_them_from() -> None:
+    missing = errors.ModelNotFound("m", 3, whole_model=False)
+    assert (missing.status, missing.model_name, missing.version) == (404, "m", 3)
+    assert not missing.whole_model
+    assert missing.message == "model 'm' has no version 3"
+    assert errors.ModelNotFound("m").message == "model 'm' is not served"
+    label = errors.UnknownLabel("m", "canary")
+    assert (label.status, label.model_name, label.label) == (400, "m", "canary")
 
 
 def test_every_serving_error_is_listed() -> None:

@@ -2,9 +2,38 @@
 
 from __future__ import annotations
 
+import enum
+from dataclasses import dataclass
 from typing import ClassVar, Protocol, runtime_checkable
 
 from smserve.types import Batch, Prediction
+
+
+class Scores(enum.Enum):
+    """How a model's default outputs score classes, for doors with a classify view."""
+
+    PROBABILITY = "probability"  # one probability per row, of the second class label
+    PROBABILITIES = "probabilities"  # one probability per class, in class label order
+    DISTANCE = "distance"  # the closest cluster and the distance to it (lower is closer)
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a model can answer besides its raw outputs, declared by the algorithm so that no
+    door needs to know which algorithm it serves.
+
+    scores : how the default outputs score classes; None when they do not (regression, or a
+        model that only outputs a class label).
+    class_labels : the class names, in score order (empty unless ``scores`` is a probability).
+    regression : the default output is one number per row that is not a class label.
+    """
+
+    scores: Scores | None = None
+    class_labels: tuple[str, ...] = ()
+    regression: bool = False
+
+
+NO_CAPABILITIES = Capabilities()
 
 
 @runtime_checkable
@@ -25,6 +54,11 @@ class Algorithm(Protocol):
     def feature_names(self) -> tuple[str, ...]:
         """One name per column, in column order: the artifact's names, else
         ``default_feature_names(n_features)``."""
+        ...
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the model can answer besides its outputs (classification, regression)."""
         ...
 
     def predict(self, batch: Batch) -> Prediction: ...

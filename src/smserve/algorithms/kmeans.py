@@ -19,7 +19,7 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from smserve import media
-from smserve.algorithms.base import default_feature_names
+from smserve.algorithms.base import Capabilities, Scores, default_feature_names
 from smserve.algorithms.centroids import Centroids, find_artifact, load_centroids
 from smserve.config import Settings
 from smserve.errors import InvalidInput, ModelLoadError
@@ -68,6 +68,11 @@ class KMeans:
     @property
     def feature_names(self) -> tuple[str, ...]:
         return default_feature_names(self.n_features)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Classifies each row as its closest cluster, scored by the distance to it."""
+        return Capabilities(Scores.DISTANCE)
 
     @property
     def n_clusters(self) -> int:

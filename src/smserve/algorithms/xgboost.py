@@ -18,7 +18,7 @@ import scipy.sparse as sp
 import xgboost as xgb
 
 from smserve import media
-from smserve.algorithms.base import default_feature_names
+from smserve.algorithms.base import Capabilities, default_feature_names
 from smserve.algorithms.model_files import candidate_files
 from smserve.algorithms.xgboost_explain import explain
 from smserve.algorithms.xgboost_model import (
@@ -31,6 +31,7 @@ from smserve.algorithms.xgboost_model import (
     read_info,
     threads_per_worker,
 )
+from smserve.algorithms.xgboost_objectives import objective_capabilities
 from smserve.algorithms.xgboost_output import (
     EXPLANATIONS,
     OutputPlan,
@@ -103,6 +104,10 @@ class XGBoost:
     @property
     def objective(self) -> str:
         return self.info.objective
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return objective_capabilities(self.info.objective, self.info.num_class)
 
     @property
     def feature_names(self) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
-"""The HTTP layer: the Flask app, its blueprints and error rendering, and the gunicorn server.
+"""The HTTP layer: the Flask app, the one adapter that mounts every door, the fast path, the
+answers Flask gives itself, and the gunicorn server.
 
 It is the only package that imports Flask. Importing it does nothing; ``app`` builds the WSGI
-app and ``server`` runs it under gunicorn."""
+app (every door and its routes are listed there) and ``server`` runs it under gunicorn."""

@@ -1,33 +1,91 @@
-"""The Flask app factory, and the one place a serving process builds its InferenceService."""
+"""The Flask app factory: every door and its routes, in one place.
+
+Three doors over one model repository (``repository.modes``) and one InferenceService per
+model, so every door gives the same numbers:
+
+* SageMaker hosting (``smserve.sagemaker``): ``/ping``, ``/invocations``,
+  ``/endpoints/<name>/invocations``, ``/execution-parameters``, and on a multi-model endpoint
+  the ``/models`` routes;
+* TensorFlow Serving's REST API (``smserve.tfserving``): every path under ``/v1/``;
+* the Open Inference Protocol, KServe V2 (``smserve.v2``): every path under ``/v2``;
+
+plus the Prometheus page, summed over every worker. ``POST /invocations`` and ``GET /ping``
+are also answered in front of Flask, by the same door (``http.fastpath``)."""
 
 from __future__ import annotations
 
-from flask import Flask
+import re
 
-from smserve.algorithms import load_algorithm
-from smserve.codecs import default_registry
+from flask import Flask, Response
+
+from smserve import metrics as metrics_module
 from smserve.config import Settings
-from smserve.http import context, fastpath, models, sagemaker
+from smserve.http import context, fastpath
+from smserve.http.doors import Prefix, Route, mount
 from smserve.http.errors import register_error_handlers
+from smserve.metrics import Metrics
+from smserve.repository import runtime
+from smserve.repository.mme import MultiModelRegistry
+from smserve.repository.modes import Models, open_models
+from smserve.sagemaker.api import SageMakerAPI
+from smserve.sagemaker.mme import MultiModelAPI
 from smserve.service import InferenceService
+from smserve.tfserving.api import TFServingAPI
+from smserve.tfserving.routes import API_PREFIX
+from smserve.v2.api import V2API
 
-
-def build_service(settings: Settings) -> InferenceService:
-    """Load the model and the codecs; raises ModelLoadError or ConfigError (StartupError)."""
-    return InferenceService(load_algorithm(settings), default_registry(settings), settings)
+V2_PREFIX = re.compile(r"/v2(?:/.*)?", re.DOTALL)
+TFSERVING_KEY = "smserve.tfserving"
 
 
 def create_app(settings: Settings, service: InferenceService | None = None) -> Flask:
-    """The WSGI app. Builds the service (loads the model) unless one is given, as tests do."""
+    """The WSGI app. Loads the models unless ``service`` (SM_MODEL_DIR's) is given, as tests
+    do; raises StartupError when they cannot be loaded."""
+    settings = runtime.prepare(settings)
+    assert settings.runtime_dir is not None
     app = Flask(__name__, static_folder=None)
     # Bodies over the limit are refused with 413, chunked ones included.
     app.config["MAX_CONTENT_LENGTH"] = settings.max_payload_bytes
-    # The models (SM_MODEL_DIR, a TF Serving layout or multi-model), /v1 and /models routes;
-    # the router picks the model for each /invocations request.
-    router = models.install(app, settings, service, build_service)
-    context.install(app, settings, router)
+    models = open_models(settings, service)
+    metrics = Metrics(settings.runtime_dir / "metrics")
+    sagemaker = SageMakerAPI(models, settings)
+    tfserving = TFServingAPI(models, settings.max_payload_bytes)
+    v2 = V2API(models)
+    mount(app, _sagemaker_routes(sagemaker, models), _prefixes(tfserving, v2))
+    app.add_url_rule(metrics_module.PATH, "metrics", lambda: _metrics_page(metrics))
+    context.install(app, settings, models)
+    app.extensions[context.DOORS_KEY] = context.Serving(sagemaker, metrics)
+    app.extensions[TFSERVING_KEY] = tfserving
     register_error_handlers(app)
-    app.register_blueprint(sagemaker.blueprint)
-    # POST /invocations and GET /ping answered without Flask's per-request machinery.
     fastpath.install(app)
     return app
+
+
+def _sagemaker_routes(api: SageMakerAPI, models: Models) -> tuple[Route, ...]:
+    routes = (
+        Route(("GET",), "/ping", "ping", api, api.ping),
+        Route(("POST",), "/invocations", "invocations", api, api.invoke),
+        Route(("POST",), "/endpoints/<name>/invocations", "endpoint_invocations", api, api.invoke),
+        Route(
+            ("GET",), "/execution-parameters", "execution_parameters", api, api.execution_parameters
+        ),
+    )
+    if not isinstance(models, MultiModelRegistry):
+        return routes
+    mme = MultiModelAPI(models)
+    return routes + (
+        Route(("GET",), "/models", "list_models", api, mme.list_models),
+        Route(("POST",), "/models", "load_model", api, mme.load_model),
+        Route(("GET",), "/models/<path:name>", "describe_model", api, mme.describe_model),
+        Route(("DELETE",), "/models/<path:name>", "unload_model", api, mme.unload_model),
+        Route(("POST",), "/models/<path:name>/invoke", "invoke_model", api, mme.invoke_model),
+    )
+
+
+def _prefixes(tfserving: TFServingAPI, v2: V2API) -> tuple[Prefix, ...]:
+    return (Prefix("tfserving", API_PREFIX, tfserving), Prefix("v2", V2_PREFIX, v2))
+
+
+def _metrics_page(metrics: Metrics) -> Response:
+    """Prometheus text summed over every worker (see ``smserve.metrics``)."""
+    return Response(metrics.render(), content_type=metrics_module.CONTENT_TYPE)

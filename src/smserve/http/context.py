@@ -1,68 +1,82 @@
-"""What views need besides Flask's request: the app's settings and inference service, and the
-request body, read so that its size limit holds.
+"""What the HTTP layer keeps on the Flask app: the settings, the doors, the metrics, and
+whether this worker is ready; and the request body, read so that its size limit holds.
 
-The service's presence is the readiness flag that ``/ping`` reports: a worker's app answers
-200 once its service exists and 503 before."""
+Readiness is what ``/ping`` reports: a worker's app answers once its models exist and 503
+(ModelNotReady, in the door's own envelope) before."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from dataclasses import dataclass
 
 from flask import Flask, current_app, request
-from werkzeug.exceptions import RequestEntityTooLarge
+from gunicorn.http.errors import ParseException
+from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 
 from smserve.config import Settings
-from smserve.errors import ModelNotReady
-from smserve.service import Reply
+from smserve.errors import InvalidInput, ModelNotReady, PayloadTooLarge
+from smserve.http.draining import mark_unreadable
+from smserve.metrics import Metrics
+from smserve.repository.modes import Models
+from smserve.sagemaker.api import SageMakerAPI
 
 SETTINGS_KEY = "smserve.settings"
-SERVICE_KEY = "smserve.service"
+MODELS_KEY = "smserve.models"
+DOORS_KEY = "smserve.doors"
+DISCONNECTED_MESSAGE = "the request body could not be read completely (did the client disconnect?)"
 
 
-class Invoker(Protocol):
-    """What /invocations calls: an InferenceService, or ``http.models``' router over several."""
+@dataclass(frozen=True, slots=True)
+class Serving:
+    """What every request of this app shares: the SageMaker door (the default one, whose
+    envelope answers routing errors) and the metrics."""
 
-    def invoke(
-        self,
-        body: bytes,
-        content_type: str | None,
-        accept: str | None,
-        attributes: str | None = None,
-    ) -> Reply | None: ...
+    sagemaker: SageMakerAPI
+    metrics: Metrics
 
 
-def install(app: Flask, settings: Settings, service: Invoker | None) -> None:
-    """Attach ``settings`` and ``service`` (None: not ready yet) to ``app``."""
+def install(app: Flask, settings: Settings, models: Models | None) -> None:
+    """Attach ``settings`` and ``models`` (None: not ready yet) to ``app``."""
     app.extensions[SETTINGS_KEY] = settings
-    app.extensions[SERVICE_KEY] = service
+    app.extensions[MODELS_KEY] = models
 
 
-def current_settings() -> Settings:
-    settings: Settings = current_app.extensions[SETTINGS_KEY]
-    return settings
-
-
-def current_service() -> Invoker:
-    """This app's service; raises ModelNotReady (503) while there is none."""
-    return service_of(current_app)
-
-
-def service_of(app: Flask) -> Invoker:
-    """``app``'s service, outside a request context too; raises ModelNotReady (503)."""
-    service: Invoker | None = app.extensions.get(SERVICE_KEY)
-    if service is None:
+def check_ready(app: Flask) -> None:
+    """Raises ModelNotReady (503) while ``app`` has no models."""
+    if app.extensions.get(MODELS_KEY) is None:
         raise ModelNotReady("the model is not loaded yet; retry shortly")
-    return service
+
+
+def serving_of(app: Flask) -> Serving:
+    serving: Serving = app.extensions[DOORS_KEY]
+    return serving
+
+
+def current_serving() -> Serving:
+    return serving_of(current_app)
 
 
 def read_body() -> bytes:
     """The request body, with or without a Content-Length (chunked uploads).
 
-    Raises RequestEntityTooLarge (413) over the app's MAX_CONTENT_LENGTH. Werkzeug stops reading
-    a chunked body at the limit without an error, which would hand the model a truncated batch;
-    reading one byte past the limit tells a body that is too large from one that fits exactly.
+    Raises PayloadTooLarge (413) over the app's MAX_CONTENT_LENGTH, InvalidInput (400) for a
+    body that cannot be read to its end. Werkzeug stops reading a chunked body at the limit
+    without an error, which would hand the model a truncated batch; reading one byte past the
+    limit tells a body that is too large from one that fits exactly.
     """
     limit = request.max_content_length
+    try:
+        return _read(limit)
+    except RequestEntityTooLarge:
+        raise PayloadTooLarge.over(limit or 0) from None
+    except ClientDisconnected:
+        mark_unreadable(request.environ)
+        raise InvalidInput(DISCONNECTED_MESSAGE) from None
+    except ParseException as exc:  # gunicorn's chunked reader (only without nginx)
+        mark_unreadable(request.environ)
+        raise InvalidInput(f"malformed chunked request body: {exc}") from None
+
+
+def _read(limit: int | None) -> bytes:
     if limit is None:
         return request.get_data()
     request.max_content_length = limit + 1

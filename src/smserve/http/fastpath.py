@@ -5,42 +5,40 @@ An endpoint serves these two requests all day, and for a small batch Flask's per
 (request context, routing, hooks, Response objects) costs more than decoding, predicting and
 encoding together. ``FastPath`` wraps the Flask app's ``wsgi_app`` and answers exactly:
 
-* ``GET /ping``: the 200, or the 503 before the model is loaded;
+* ``GET /ping``: the 200, or the 503 before the models are loaded;
 * ``POST /invocations`` with a Content-Length (no Transfer-Encoding) within the payload
-  limit: the body is read in one call, then the same router, service, error envelopes
-  (``http.errors``), ``X-Model-Version`` and metrics (``http.models``) as through Flask.
+  limit: the body is read in one call, then handed to the very SageMaker door method
+  (``SageMakerAPI.invoke``, or ``ping``) the Flask route calls, and counted the same way.
 
 Everything else goes to Flask unchanged: other paths and methods, chunked bodies, a body over
 the limit (Flask answers its 413), ``/endpoints/<name>/invocations``. A success is written
-with the headers Flask writes, in its order; every other answer is the very Response that
-the Flask view or error handler builds, so no path has a format of its own.
+with the headers Flask writes, in its order; every other answer is the Response the Flask
+adapter builds from the same DoorReply (``http.doors.to_response``), so no path has a format
+of its own.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 from http import HTTPStatus
 from typing import IO, TYPE_CHECKING
 
-from flask import Flask, Response
+from flask import Flask
+from werkzeug.datastructures import EnvironHeaders
 
-from smserve.custom_attributes import applied
-from smserve.errors import ServingError
-from smserve.http import errors, models, tfserving
-from smserve.http.context import SERVICE_KEY, service_of
-from smserve.http.sagemaker import CUSTOM_ATTRIBUTES_HEADER, empty_response
-from smserve.metrics import Metrics
-from smserve.repository.loading import ServedModel
-from smserve.service import Reply
+from smserve.doors import DoorReply, DoorRequest
+from smserve.errors import InvalidInput
+from smserve.http import context
+from smserve.http.doors import VERSION_HEADER, count, to_response
+from smserve.http.draining import mark_unreadable
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 INVOCATIONS = "/invocations"
 PING = "/ping"
-TARGET_KEY = "HTTP_" + models.TARGET_HEADER.upper().replace("-", "_")
-ATTRIBUTES_KEY = "HTTP_" + CUSTOM_ATTRIBUTES_HEADER.upper().replace("-", "_")
 
 
 class BodyIncomplete(Exception):
@@ -58,17 +56,16 @@ class FastPath:
     def __init__(self, app: Flask, flask: WSGIApplication) -> None:
         self.app = app
         self.flask = flask
-        self.metrics: Metrics = app.extensions[tfserving.METRICS_KEY]
+        self.serving = context.serving_of(app)
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path, method = environ.get("PATH_INFO"), environ.get("REQUEST_METHOD")
         if path == INVOCATIONS and method == "POST":
             size = self._body_size(environ)
-            router = self.app.extensions.get(SERVICE_KEY)
-            if size is not None and (router is None or isinstance(router, models.InvocationRouter)):
+            if size is not None:
                 return self._invocations(environ, start_response, size)
         elif path == PING and method == "GET":
-            return self._ping()(environ, start_response)
+            return self._ping(environ, start_response)
         return self.flask(environ, start_response)
 
     def _body_size(self, environ: WSGIEnvironment) -> int | None:
@@ -81,69 +78,58 @@ class FastPath:
             return None
         return int(length)
 
-    def _ping(self) -> Response:
+    def _ping(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        door = self.serving.sagemaker
+        request = DoorRequest("GET", PING, EnvironHeaders(environ), route="ping")
         try:
-            service_of(self.app)
-        except ServingError as exc:
-            return errors.serving_error_response(exc, "GET", PING)
-        return empty_response(HTTPStatus.OK)
+            context.check_ready(self.app)
+            reply = door.ping(request)
+        except Exception as exc:
+            reply = door.error_reply(exc, request)
+        return to_response(reply)(environ, start_response)
 
     def _invocations(
         self, environ: WSGIEnvironment, start_response: StartResponse, size: int
     ) -> Iterable[bytes]:
         started = time.perf_counter()
-        target: str | None = environ.get(TARGET_KEY)
-        served: ServedModel | None = None
+        door = self.serving.sagemaker
+        request = DoorRequest("POST", INVOCATIONS, EnvironHeaders(environ), route="invocations")
         try:
-            body = read_exactly(environ["wsgi.input"], size)
-            served = _router(self.app).target(target)
-            reply = served.service.invoke(
-                body,
-                environ.get("CONTENT_TYPE"),
-                environ.get("HTTP_ACCEPT"),
-                environ.get(ATTRIBUTES_KEY),
-            )
+            context.check_ready(self.app)
+            body = read_exactly(environ, size)
+            reply = door.invoke(replace(request, body=body))
         except Exception as exc:  # each kind becomes the answer Flask gives it
-            response = _error_response(exc)
-        else:
-            if reply is not None:
-                models.count_invocation(self.metrics, served.name, HTTPStatus.OK, started)
-                return _ok(reply, served, start_response)
-            response = empty_response(HTTPStatus.NO_CONTENT)
-        model = served.name if served is not None else target or ""
-        models.finish_invocation(response, served, model, self.metrics, started)
-        return response(environ, start_response)
+            reply = door.error_reply(exc, request)
+        count(self.serving.metrics, reply, started)
+        if reply.status == HTTPStatus.OK:
+            return _ok(reply, start_response)
+        return to_response(reply)(environ, start_response)
 
 
-def _router(app: Flask) -> models.InvocationRouter:
-    router = service_of(app)  # raises ModelNotReady (503) while there is none, as through Flask
-    assert isinstance(router, models.InvocationRouter)  # FastPath.__call__ checked
-    return router
-
-
-def _ok(reply: Reply, served: ServedModel, start_response: StartResponse) -> list[bytes]:
-    """200 with the headers, and their order, of Flask's Response plus X-Model-Version."""
-    headers = [("Content-Type", reply.media_type), ("Content-Length", str(len(reply.body)))]
-    if reply.outputs is not None:
-        headers.append((CUSTOM_ATTRIBUTES_HEADER, applied(reply.outputs)))
-    headers.append((tfserving.VERSION_HEADER, str(served.version)))
+def _ok(reply: DoorReply, start_response: StartResponse) -> list[bytes]:
+    """200 with the headers, and their order, of the Flask adapter's Response."""
+    assert reply.content_type is not None
+    headers = [("Content-Type", reply.content_type), ("Content-Length", str(len(reply.body)))]
+    headers.extend(reply.headers)
+    if reply.version is not None:
+        headers.append((VERSION_HEADER, str(reply.version)))
     start_response("200 OK", headers)
     return [reply.body]
 
 
-def _error_response(exc: Exception) -> Response:
-    if isinstance(exc, ServingError):
-        return errors.serving_error_response(exc, "POST", INVOCATIONS)
-    if isinstance(exc, BodyIncomplete):  # Werkzeug's ClientDisconnected, as Flask answers it
-        return errors.error_response(HTTPStatus.BAD_REQUEST, errors.DISCONNECTED_MESSAGE)
-    return errors.unexpected_error_response(exc, "POST", INVOCATIONS)
+def read_exactly(environ: WSGIEnvironment, size: int) -> bytes:
+    """``size`` bytes of the body, in one read when the server allows (gunicorn does).
+
+    Raises InvalidInput, as reading through Flask does, when the stream ends early or fails
+    (OSError, ValueError): where Werkzeug raises ClientDisconnected."""
+    try:
+        return _read(environ["wsgi.input"], size)
+    except BodyIncomplete:
+        mark_unreadable(environ)
+        raise InvalidInput(context.DISCONNECTED_MESSAGE) from None
 
 
-def read_exactly(stream: IO[bytes], size: int) -> bytes:
-    """``size`` bytes from ``stream``, in one read when the server allows (gunicorn does).
-
-    Raises BodyIncomplete when the stream ends early or fails (OSError, ValueError), which
-    is where Werkzeug raises ClientDisconnected."""
+def _read(stream: IO[bytes], size: int) -> bytes:
     chunks, missing = [], size
     try:
         while missing > 0:

@@ -39,11 +39,10 @@ from gunicorn.app.base import BaseApplication
 from smserve import frontend
 from smserve.config import Settings
 from smserve.frontend import nginx, supervisor
-from smserve.http import models
-from smserve.http.app import build_service, create_app
+from smserve.http.app import create_app
 from smserve.http.draining import BodyDrain
 from smserve.http.process import call_in_child
-from smserve.repository import runtime
+from smserve.repository import modes, runtime
 
 WSGIApp = Callable[..., Any]
 AppFactory = Callable[[], WSGIApp]
@@ -140,7 +139,7 @@ def serve_gunicorn(
 
 def check_model(settings: Settings) -> None:
     """Load the model and drop it; raises StartupError when it cannot be loaded."""
-    models.check(settings, build_service)
+    modes.check(settings)
 
 
 def _exit_status(code: object) -> int:

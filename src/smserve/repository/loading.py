@@ -1,35 +1,42 @@
-"""Loading one model version: the Algorithm, its TF Serving view and its InferenceService."""
+"""Loading one model version: its Algorithm, InferenceService and output descriptions."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from smserve.algorithms.base import Algorithm
+from smserve.algorithms.probe import output_specs
 from smserve.codecs import CodecRegistry, default_registry
 from smserve.config import Settings
 from smserve.service import InferenceService
-from smserve.tfserving.servable import Servable, build_servable
+from smserve.types import OutputSpec
 
 # (directory, platform or None to detect) -> Algorithm; raises ModelLoadError
 AlgorithmLoader = Callable[[Path, str | None], Algorithm]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class ServedModel:
-    """One AVAILABLE version: answers TF Serving requests (``servable``) and SageMaker
-    invocations (``service``) with the same Algorithm instance."""
+    """One AVAILABLE version, the same for every door: ``service`` answers with
+    ``algorithm``; ``outputs`` describes every output it can produce, default ones first.
+    Compared and hashed by identity, so a door may cache its own view of it."""
 
     name: str
     version: int
-    servable: Servable
     service: InferenceService
     path: Path
+    outputs: Mapping[str, OutputSpec]
 
     @property
     def algorithm(self) -> Algorithm:
-        return self.servable.algorithm
+        return self.service.algorithm
+
+
+def serve(name: str, version: int, service: InferenceService, path: Path) -> ServedModel:
+    """Serve a built ``service`` as ``name`` version ``version`` (learns its outputs)."""
+    return ServedModel(name, version, service, path, output_specs(service.algorithm))
 
 
 class ModelLoader:
@@ -58,4 +65,4 @@ class ModelLoader:
     def wrap(self, name: str, version: int, algorithm: Algorithm, path: Path) -> ServedModel:
         """Serve an already loaded ``algorithm``."""
         service = InferenceService(algorithm, self.registry, self.settings)
-        return ServedModel(name, version, build_servable(algorithm), service, path)
+        return serve(name, version, service, path)

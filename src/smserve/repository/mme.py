@@ -36,19 +36,19 @@ from smserve.errors import (
     ModelLoadError,
     ModelNotFound,
     ModelNotReady,
+    UnknownLabel,
 )
 from smserve.repository.loading import ModelLoader, ServedModel
 from smserve.repository.mme_state import Entry, Signature, StateFile
-from smserve.repository.model import latest_not_found, specific_not_found, unknown_label
+from smserve.repository.status import State, VersionStatus
 from smserve.repository.versions import SINGLE_VERSION, fingerprint
-from smserve.tfserving.status import State, VersionStatus
 
 logger = logging.getLogger(__name__)
 MIB = 1024 * 1024
 
 
 class MultiModelRegistry:
-    """Models registered by name; a ModelSource for the TF Serving API (version 1 each)."""
+    """Models registered by name, version 1 each (``repository.modes.Models``)."""
 
     def __init__(self, loader: ModelLoader, state_dir: Path) -> None:
         settings = loader.settings
@@ -71,7 +71,7 @@ class MultiModelRegistry:
     def entry(self, name: str) -> Entry:
         entry = self.entries().get(name)
         if entry is None:
-            raise ModelNotFound(f"Model not found: {name}")
+            raise ModelNotFound(name)
         return entry
 
     def load(self, name: str, url: str) -> Entry:
@@ -96,7 +96,7 @@ class MultiModelRegistry:
         with self.state.locked():
             entries = self.state.read()
             if name not in entries:
-                raise ModelNotFound(f"Model not found: {name}")
+                raise ModelNotFound(name)
             del entries[name]
             self.state.write(entries)
         self.sync()
@@ -166,29 +166,39 @@ class MultiModelRegistry:
                 "unload a model first"
             )
 
-    # -- the TF Serving API's view -------------------------------------------------------
+    # -- what every door reads (``repository.modes.Models``) ------------------------------
 
-    def served(self, name: str, version: int | None, label: str | None) -> ServedModel:
-        if label is not None:
-            raise unknown_label(label)
-        if name not in self.entries():
-            raise latest_not_found(name) if version is None else specific_not_found(name, version)
-        if version is not None and version != SINGLE_VERSION:
-            raise specific_not_found(name, version)
+    @property
+    def default_model(self) -> None:
+        """None: every request names its model."""
+        return None
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(sorted(self.entries()))
+
+    def resolve(
+        self, name: str, version: int | None = None, label: str | None = None
+    ) -> ServedModel:
+        self._check(name, version, label)
         return self.model(name)
 
-    def statuses(self, name: str, version: int | None, label: str | None) -> list[VersionStatus]:
-        if name not in self.entries():
-            raise ModelNotFound(f"Could not find any versions of model {name}")
-        if label is not None:
-            raise unknown_label(label)
-        if version is not None and version != SINGLE_VERSION:
-            raise ModelNotFound(f"Could not find version {version} of model {name}")
+    def statuses(
+        self, name: str, version: int | None = None, label: str | None = None
+    ) -> list[VersionStatus]:
+        self._check(name, version, label)
         try:
             self.model(name)
         except ModelNotReady as exc:
             return [VersionStatus(SINGLE_VERSION, State.END, "INVALID_ARGUMENT", exc.message)]
         return [VersionStatus(SINGLE_VERSION, State.AVAILABLE)]
+
+    def _check(self, name: str, version: int | None, label: str | None) -> None:
+        if name not in self.entries():
+            raise ModelNotFound(name, version)
+        if label is not None:
+            raise UnknownLabel(name, label)
+        if version is not None and version != SINGLE_VERSION:
+            raise ModelNotFound(name, version, whole_model=False)
 
 
 def estimate_bytes(path: Path) -> int:

@@ -24,11 +24,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from smserve.errors import InvalidInput, ModelLoadError, ModelNotFound
+from smserve.errors import ModelLoadError, ModelNotFound, UnknownLabel
 from smserve.repository.config import ModelConfig
 from smserve.repository.loading import ModelLoader, ServedModel
+from smserve.repository.status import State, VersionStatus
 from smserve.repository.versions import Fingerprint, fingerprint, versions_on_disk
-from smserve.tfserving.status import State, VersionStatus
 
 logger = logging.getLogger(__name__)
 
@@ -37,18 +37,6 @@ logger = logging.getLogger(__name__)
 class _Failure:
     status: VersionStatus
     fingerprint: Fingerprint
-
-
-def latest_not_found(name: str) -> ModelNotFound:
-    return ModelNotFound(f"Servable not found for request: Latest({name})")
-
-
-def specific_not_found(name: str, version: int) -> ModelNotFound:
-    return ModelNotFound(f"Servable not found for request: Specific({name}, {version})")
-
-
-def unknown_label(label: str) -> InvalidInput:
-    return InvalidInput(f"Unrecognized servable version label: {label}")
 
 
 class ModelVersions:
@@ -79,29 +67,29 @@ class ModelVersions:
             version = self.label_version(label)
         if version is None:
             if not available:
-                raise latest_not_found(self.name)
+                raise ModelNotFound(self.name, None, whole_model=False)
             return available[max(available)]
         if version not in available:
-            raise specific_not_found(self.name, version)
+            raise ModelNotFound(self.name, version, whole_model=False)
         return available[version]
 
     def label_version(self, label: str) -> int:
         version = self.config.labels.get(label)
         if version is None or version not in self._available:
-            raise unknown_label(label)
+            raise UnknownLabel(self.name, label)
         return version
 
     def statuses(self, version: int | None, label: str | None) -> list[VersionStatus]:
         with self._lock:
             states = dict(self._states)
         if not states:
-            raise ModelNotFound(f"Could not find any versions of model {self.name}")
+            raise ModelNotFound(self.name, version)
         if label is not None:
             version = self.label_version(label)
         if version is None:
             return list(states.values())
         if version not in states:
-            raise ModelNotFound(f"Could not find version {version} of model {self.name}")
+            raise ModelNotFound(self.name, version, whole_model=False)
         return [states[version]]
 
     def refresh(self) -> None:

@@ -13,16 +13,11 @@ import threading
 from collections.abc import Sequence
 from typing import Protocol
 
-from smserve.errors import ModelNotFound
+from smserve.errors import ModelNotFound, UnknownLabel
 from smserve.repository.config import ModelConfig
 from smserve.repository.loading import ModelLoader, ServedModel
-from smserve.repository.model import (
-    ModelVersions,
-    latest_not_found,
-    specific_not_found,
-    unknown_label,
-)
-from smserve.tfserving.status import State, VersionStatus
+from smserve.repository.model import ModelVersions
+from smserve.repository.status import State, VersionStatus
 
 logger = logging.getLogger(__name__)
 
@@ -46,25 +41,25 @@ class FixedModel:
         return self._served.name
 
     def served(self, version: int | None, label: str | None) -> ServedModel:
-        if label is not None:
-            raise unknown_label(label)
-        if version is not None and version != self._served.version:
-            raise specific_not_found(self.name, version)
+        self._check(version, label)
         return self._served
 
     def statuses(self, version: int | None, label: str | None) -> list[VersionStatus]:
-        if label is not None:
-            raise unknown_label(label)
-        if version is not None and version != self._served.version:
-            raise ModelNotFound(f"Could not find version {version} of model {self.name}")
+        self._check(version, label)
         return [VersionStatus(self._served.version, State.AVAILABLE)]
+
+    def _check(self, version: int | None, label: str | None) -> None:
+        if label is not None:
+            raise UnknownLabel(self.name, label)
+        if version is not None and version != self._served.version:
+            raise ModelNotFound(self.name, version, whole_model=False)
 
     def refresh(self) -> None:
         pass
 
 
 class Repository:
-    """Models by name (a ModelSource for the TF Serving API)."""
+    """Models by name, each with its versions (``repository.modes.Models``)."""
 
     def __init__(self, models: Sequence[Model]) -> None:
         self.models = {model.name: model for model in models}
@@ -79,18 +74,27 @@ class Repository:
         """The first configured model: the one ``/invocations`` answers with."""
         return next(iter(self.models))
 
-    def served(self, name: str, version: int | None, label: str | None) -> ServedModel:
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.models)
+
+    def resolve(
+        self, name: str, version: int | None = None, label: str | None = None
+    ) -> ServedModel:
+        """The version that answers: the label's, ``version``, or the newest available;
+        raises ModelNotFound or UnknownLabel."""
         model = self.models.get(name)
         if model is None:
             if label is not None:
-                raise unknown_label(label)
-            raise latest_not_found(name) if version is None else specific_not_found(name, version)
+                raise UnknownLabel(name, label)
+            raise ModelNotFound(name, version)
         return model.served(version, label)
 
-    def statuses(self, name: str, version: int | None, label: str | None) -> list[VersionStatus]:
+    def statuses(
+        self, name: str, version: int | None = None, label: str | None = None
+    ) -> list[VersionStatus]:
         model = self.models.get(name)
         if model is None:
-            raise ModelNotFound(f"Could not find any versions of model {name}")
+            raise ModelNotFound(name, version)
         return model.statuses(version, label)
 
     def refresh(self) -> None:

@@ -1,129 +1,120 @@
-"""The TF Serving REST API without HTTP: ``(method, raw path, body)`` in, a reply out.
+"""The TF Serving REST API without HTTP: a DoorRequest for a path under ``/v1/`` in, a
+DoorReply out (every reply ``application/json``).
 
 Checks run in TF Serving's order. Predict: parse the body, check ``signature_name``, find the
 model (404, or 400 for a label), find the signature, then decode ``instances``/``inputs``.
 Classify and regress check the whole body before looking the model up. Every failure becomes
-``{"error": "<message>"}`` with the status its error class carries.
+``{"error": "<message>"}`` with the status its error class carries; the repository's
+protocol-neutral lookup errors are worded as TF Serving words them. gzip request bodies are
+inflated. OPTIONS is the CORS preflight: 200 with an ``Origin`` of ``http(s)://...``, else 400.
+Every reply counts in the metrics, as its verb (``predict``, ``classify``, ``regress``) or
+``""`` for the GETs.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+import re
 
 import numpy as np
 
 from smserve.algorithms.base import SelectableOutputs
-from smserve.errors import InvalidInput, ServingError
+from smserve.doors import DoorReply, DoorRequest
+from smserve.errors import InvalidInput, ModelNotFound, ServingError, UnknownLabel
+from smserve.failures import describe
+from smserve.media import JSON
+from smserve.repository.loading import ServedModel
+from smserve.repository.modes import Models
 from smserve.tfserving import response, signatures
+from smserve.tfserving.encoding import inflate, is_gzip
 from smserve.tfserving.examples import parse_examples, to_rows
 from smserve.tfserving.jsonparse import parse_document
 from smserve.tfserving.predict import decode_inputs, object_body, signature_name
 from smserve.tfserving.routes import Route, malformed, parse_route
-from smserve.tfserving.servable import Servable
-from smserve.tfserving.status import VersionStatus, canonical_code, metadata_body, status_body
+from smserve.tfserving.servable import Servable, servable_of
+from smserve.tfserving.status import metadata_body, status_body
 from smserve.tfserving.tensors import shape_text
 from smserve.types import Batch, Prediction
 
-logger = logging.getLogger(__name__)
-
-
-class Served(Protocol):
-    """One model version that can answer requests."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def version(self) -> int: ...
-    @property
-    def servable(self) -> Servable: ...
-
-
-class ModelSource(Protocol):
-    """Where the API finds models: the repository (or the multi-model registry)."""
-
-    def served(self, name: str, version: int | None, label: str | None) -> Served:
-        """The version to answer with; raises ModelNotFound (404) or InvalidInput (label)."""
-        ...
-
-    def statuses(
-        self, name: str, version: int | None, label: str | None
-    ) -> Sequence[VersionStatus]:
-        """Status of every version (or the one asked for); raises ModelNotFound."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class ApiReply:
-    """An answer plus what metrics and headers need: the model name as requested, the verb
-    (empty for GETs), the version that answered, and the canonical status-code name."""
-
-    status: int
-    body: bytes
-    model: str = ""
-    verb: str = ""
-    version: int | None = None
-
-    @property
-    def code(self) -> str:
-        return canonical_code(self.status)
+_ORIGIN = re.compile(r"https?://")
+_VERBS = ("predict", "classify", "regress")
 
 
 class TFServingAPI:
-    """Answers every request under ``/v1/`` from a ModelSource."""
+    """Answers every request under ``/v1/`` from the repository."""
 
-    def __init__(self, models: ModelSource) -> None:
+    def __init__(self, models: Models, max_body_bytes: int) -> None:
         self.models = models
+        self.max_body_bytes = max_body_bytes
 
-    def handle(self, method: str, path: str, body: bytes) -> ApiReply:
+    def handle(self, request: DoorRequest) -> DoorReply:
+        if request.method == "OPTIONS":
+            return _preflight(request)
         route = Route("malformed")
         try:
-            route = parse_route(method, path)
-            return self._dispatch(route, method, path, body)
-        except ServingError as exc:
-            if exc.status >= 500:
-                logger.error("%s %s failed: %s", method, path, exc.message, exc_info=exc)
-            verb = route.action if route.action in ("predict", "classify", "regress") else ""
-            return ApiReply(int(exc.status), response.error_body(exc.message), route.model, verb)
+            route = parse_route(request.method, request.path)
+            return self._dispatch(route, request)
+        except Exception as exc:
+            return self._error(exc, request, route)
 
-    def _dispatch(self, route: Route, method: str, path: str, body: bytes) -> ApiReply:
+    def error_reply(self, exc: Exception, request: DoorRequest) -> DoorReply:
+        """The answer to ``exc`` raised before the route was looked at (reading the body)."""
+        try:
+            route = parse_route(request.method, request.path)
+        except ServingError:
+            route = Route("malformed")
+        return self._error(exc, request, route)
+
+    def _error(self, exc: Exception, request: DoorRequest, route: Route) -> DoorReply:
+        failure = describe(exc, f"{request.method} {request.path}")
+        message = _worded(exc, route) or failure.message
+        verb = route.action if route.action in _VERBS else ""
+        body = response.error_body(message)
+        return DoorReply(failure.status, body, JSON, model=route.model, verb=verb)
+
+    def _dispatch(self, route: Route, request: DoorRequest) -> DoorReply:
         if route.action == "malformed":
-            raise malformed(method, path)
+            raise malformed(request.method, request.path)
         if route.action in ("status", "metadata") and not route.model:
             raise InvalidInput("Missing model name in request.")
         if route.action == "status":
             statuses = self.models.statuses(route.model, route.version, route.label)
-            return ApiReply(200, status_body(statuses), route.model)
+            return _reply(status_body(statuses), route)
         if route.action == "metadata":
-            served = self._served(route)
-            servable = served.servable
-            names = servable.feature_names if servable.outputs else None
-            text = metadata_body(route.model, served.version, servable.signatures, names)
-            return ApiReply(200, text, route.model, version=served.version)
+            return self._metadata(route)
+        body = self._body(request)
         if route.action == "predict":
             return self._predict(route, body)
         return self._classify_or_regress(route, body)
 
-    def _served(self, route: Route) -> Served:
-        return self.models.served(route.model, route.version, route.label)
+    def _body(self, request: DoorRequest) -> bytes:
+        if is_gzip(request.headers.get("Content-Encoding")) and request.body:
+            return inflate(request.body, self.max_body_bytes)
+        return request.body
 
-    def _predict(self, route: Route, body: bytes) -> ApiReply:
+    def _served(self, route: Route) -> tuple[ServedModel, Servable]:
+        served = self.models.resolve(route.model, route.version, route.label)
+        return served, servable_of(served)
+
+    def _metadata(self, route: Route) -> DoorReply:
+        served, servable = self._served(route)
+        names = servable.feature_names if servable.outputs else None
+        text = metadata_body(route.model, served.version, servable.signatures, names)
+        return _reply(text, route, "", served.version)
+
+    def _predict(self, route: Route, body: bytes) -> DoorReply:
         document = parse_document(body)
         name = signature_name(object_body(document)) or signatures.DEFAULT_SIGNATURE
-        served = self._served(route)
-        signature = _predict_signature(served.servable, name)
+        served, servable = self._served(route)
+        signature = _predict_signature(servable, name)
         inputs = decode_inputs(document, signature)
-        matrix = _matrix(inputs.tensors["inputs"], served.servable)
-        prediction = _run(served.servable, matrix, served.servable.outputs.get(name))
+        matrix = _matrix(inputs.tensors["inputs"], servable)
+        prediction = _run(servable, matrix, servable.outputs.get(name))
         writer = response.predictions_body if inputs.row_format else response.outputs_body
-        return ApiReply(200, writer(prediction.outputs), route.model, "predict", served.version)
+        return _reply(writer(prediction.outputs), route, "predict", served.version)
 
-    def _classify_or_regress(self, route: Route, body: bytes) -> ApiReply:
+    def _classify_or_regress(self, route: Route, body: bytes) -> DoorReply:
         request = parse_examples(parse_document(body), route.action)
-        served = self._served(route)
-        servable = served.servable
+        served, servable = self._served(route)
         _check_signature(servable, route.action, request.signature_name)
         prediction = _run(servable, to_rows(request, servable.feature_index))
         if route.action == "classify":
@@ -132,7 +123,34 @@ class TFServingAPI:
         else:
             assert servable.regressor is not None
             text = response.regress_body(servable.regressor(prediction))
-        return ApiReply(200, text, route.model, route.action, served.version)
+        return _reply(text, route, route.action, served.version)
+
+
+def _reply(body: bytes, route: Route, verb: str = "", version: int | None = None) -> DoorReply:
+    return DoorReply(200, body, JSON, model=route.model, verb=verb, version=version)
+
+
+def _preflight(request: DoorRequest) -> DoorReply:
+    if _ORIGIN.search(request.headers.get("Origin") or ""):
+        return DoorReply(200, b"", JSON, verb="")
+    message = "Origin header is missing in CORS preflight"
+    return DoorReply(400, response.error_body(message), JSON, verb="")
+
+
+def _worded(exc: Exception, route: Route) -> str | None:
+    """TF Serving's words for the repository's lookup errors (None: the error's own)."""
+    if isinstance(exc, UnknownLabel):
+        return f"Unrecognized servable version label: {exc.label}"
+    if not isinstance(exc, ModelNotFound):
+        return None
+    name, version = exc.model_name, exc.version
+    if route.action == "status":
+        if exc.whole_model or version is None:
+            return f"Could not find any versions of model {name}"
+        return f"Could not find version {version} of model {name}"
+    if version is None:
+        return f"Servable not found for request: Latest({name})"
+    return f"Servable not found for request: Specific({name}, {version})"
 
 
 def _predict_signature(servable: Servable, name: str) -> signatures.Signature:

@@ -6,9 +6,10 @@ Signatures (``/metadata`` lists them):
 * ``serving_default`` (predict): input ``inputs`` DT_FLOAT ``[-1, n_features]``; outputs are
   the algorithm's own outputs, names and dtypes as ``/invocations`` returns them (k-means:
   ``closest_cluster``, ``distance_to_cluster``; XGBoost: ``score``, or the outputs chosen by
-  SAGEMAKER_INFERENCE_OUTPUT). They are learned by predicting one all-zero row at load.
+  SAGEMAKER_INFERENCE_OUTPUT), as the repository describes them (``ServedModel.outputs``).
 * ``classification`` (classify): input ``inputs`` DT_STRING of unknown rank (tf.Examples);
-  outputs ``classes`` DT_STRING and ``scores`` DT_FLOAT, both ``[-1, k]``.
+  outputs ``classes`` DT_STRING and ``scores`` DT_FLOAT, both ``[-1, k]``; offered as the
+  algorithm declares (``Algorithm.capabilities``: how its outputs score classes):
   - XGBoost ``binary:logistic``: classes ``"0"``, ``"1"``; scores ``1-p``, ``p``.
   - XGBoost ``multi:softprob``: classes ``"0"``..``"k-1"``; scores the class probabilities.
   - k-means: one pair per example: the closest cluster's index as a string, scored with the
@@ -27,25 +28,23 @@ tf.Example feature names: the booster's feature names when it has them, else ``f
 
 from __future__ import annotations
 
-import logging
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from smserve.algorithms.base import Algorithm, SelectableOutputs
+from smserve.algorithms.base import Algorithm, Capabilities, Scores
+from smserve.repository.loading import ServedModel
 from smserve.tfserving import signatures as sigs
-from smserve.types import Batch, Prediction
-
-logger = logging.getLogger(__name__)
+from smserve.types import OutputSpec, Prediction
 
 Classifier = Callable[[Prediction], tuple[np.ndarray, np.ndarray]]  # labels, scores (n, k)
 Regressor = Callable[[Prediction], np.ndarray]  # values (n,)
 
 _EXAMPLES = sigs.TensorSpec("DT_STRING", None, "tf_example:0")
-_BINARY = np.array(["0", "1"])
-_LABEL_OBJECTIVES = ("multi:", "binary:hinge")  # their one number per row is a class label
 EXPLANATIONS = ("contributions", "approximate_contributions")
+Specs = Mapping[str, OutputSpec]
 
 
 @dataclass(frozen=True)
@@ -65,61 +64,67 @@ class Servable:
         object.__setattr__(self, "feature_index", {n: i for i, n in enumerate(names)})
 
 
-def build_servable(algorithm: Algorithm) -> Servable:
-    """Synthesize ``algorithm``'s signatures (predicts one zero row when its width is known)."""
-    outputs = _probe(algorithm)
+_SERVABLES: weakref.WeakKeyDictionary[ServedModel, Servable] = weakref.WeakKeyDictionary()
+
+
+def servable_of(served: ServedModel) -> Servable:
+    """``served`` as TF Serving sees it, built on first use and kept while it is served."""
+    servable = _SERVABLES.get(served)
+    if servable is None:
+        servable = _SERVABLES.setdefault(served, build_servable(served))
+    return servable
+
+
+def build_servable(served: ServedModel) -> Servable:
+    """Synthesize the signatures of ``served`` from the outputs it declares."""
+    algorithm = served.algorithm
+    defaults = _default_specs(served)
     names = _feature_names(algorithm)
-    classifier = _classifier(algorithm, outputs) if names else None
-    regressor = _regressor(algorithm, outputs) if names else None
-    signatures = {sigs.DEFAULT_SIGNATURE: _predict_signature(algorithm, outputs)}
+    capabilities = algorithm.capabilities
+    classifier = _classifier(capabilities, defaults) if names else None
+    regressor = _regressor(capabilities, defaults) if names else None
+    signatures = {sigs.DEFAULT_SIGNATURE: _predict_signature(algorithm, defaults)}
     if classifier is not None:
-        k = classifier(outputs)[0].shape[1]
-        signatures[sigs.CLASSIFY_SIGNATURE] = _classify_signature(k)
+        signatures[sigs.CLASSIFY_SIGNATURE] = _classify_signature(_classes(capabilities, defaults))
     if regressor is not None:
         signatures[sigs.REGRESS_SIGNATURE] = _regress_signature()
-    keys = _explain_keys(algorithm)
-    explained = _probe(algorithm, keys) if keys else Prediction({})
-    if not explained.outputs:
+    keys = _explain_keys(served, defaults)
+    if not keys:
         return Servable(algorithm, signatures, names, classifier, regressor)
+    explained = {key: served.outputs[key] for key in keys}
     signatures[sigs.EXPLAIN_SIGNATURE] = _predict_signature(algorithm, explained)
     explain = {sigs.EXPLAIN_SIGNATURE: keys}
     return Servable(algorithm, signatures, names, classifier, regressor, explain)
 
 
-def _explain_keys(algorithm: Algorithm) -> tuple[str, ...]:
+def _default_specs(served: ServedModel) -> Specs:
+    """The outputs a request without a signature's keys gets (the endpoint's)."""
+    defaults = served.service.applied(None)
+    if defaults is None:  # outputs fixed: the algorithm declares only those
+        return served.outputs
+    return {key: served.outputs[key] for key in defaults if key in served.outputs}
+
+
+def _explain_keys(served: ServedModel, defaults: Specs) -> tuple[str, ...]:
     """The default outputs plus the explanations, for an algorithm that offers them."""
-    if not isinstance(algorithm, SelectableOutputs):
+    offered = tuple(k for k in EXPLANATIONS if k in served.service.output_keys)
+    if not offered or not all(k in served.outputs for k in offered):
         return ()
-    offered = tuple(k for k in EXPLANATIONS if k in algorithm.output_keys)
-    return tuple(dict.fromkeys((*algorithm.default_outputs, *offered))) if offered else ()
-
-
-def _probe(algorithm: Algorithm, keys: tuple[str, ...] = ()) -> Prediction:
-    n = algorithm.n_features
-    if n is None:
-        return Prediction({})
-    try:
-        batch = Batch(np.zeros((1, n), dtype=np.float32))
-        if keys and isinstance(algorithm, SelectableOutputs):
-            return algorithm.predict(batch, keys)
-        return algorithm.predict(batch)
-    except Exception:  # a model that cannot score zeros still serves; it only lacks metadata
-        logger.warning("could not learn the outputs of the %s model", algorithm.name, exc_info=True)
-        return Prediction({})
+    return tuple(dict.fromkeys((*defaults, *offered)))
 
 
 def _feature_names(algorithm: Algorithm) -> tuple[str, ...] | None:
-    names: tuple[str, ...] | None = getattr(algorithm, "feature_names", None)
+    names = algorithm.feature_names
     if names:
         return tuple(names)
     n = algorithm.n_features
     return None if n is None else tuple(f"f{i}" for i in range(n))
 
 
-def _predict_signature(algorithm: Algorithm, outputs: Prediction) -> sigs.Signature:
+def _predict_signature(algorithm: Algorithm, outputs: Specs) -> sigs.Signature:
     width = algorithm.n_features if algorithm.n_features is not None else -1
     inputs = {"inputs": sigs.TensorSpec("DT_FLOAT", (-1, width), "inputs:0")}
-    specs = {name: sigs.output_spec(name, array) for name, array in outputs.items()}
+    specs = {name: sigs.output_spec(name, spec) for name, spec in outputs.items()}
     return sigs.Signature(sigs.PREDICT_METHOD, inputs, specs)
 
 
@@ -136,28 +141,33 @@ def _regress_signature() -> sigs.Signature:
     return sigs.Signature(sigs.REGRESS_METHOD, {"inputs": _EXAMPLES}, outputs)
 
 
-def _output(prediction: Prediction, keys: tuple[str, ...], ndim: int) -> str | None:
-    """The first of ``keys`` present among the outputs with ``ndim`` dimensions."""
-    return next((k for k in keys if k in prediction.outputs and _ndim(prediction, k) == ndim), None)
+def _output(outputs: Specs, keys: tuple[str, ...], ndim: int) -> str | None:
+    """The first of ``keys`` among the outputs with ``ndim`` dimensions (the row's included)."""
+    return next((k for k in keys if k in outputs and len(outputs[k].shape) + 1 == ndim), None)
 
 
-def _ndim(prediction: Prediction, key: str) -> int:
-    return int(prediction.outputs[key].ndim)
+def _classes(capabilities: Capabilities, outputs: Specs) -> int:
+    """How many (class, score) pairs classify gives per example."""
+    if capabilities.scores is Scores.DISTANCE:
+        return 1
+    if capabilities.scores is Scores.PROBABILITY:
+        return 2
+    key = _output(outputs, ("score", "probabilities"), 2)
+    return outputs[key].shape[0] if key is not None else len(capabilities.class_labels)
 
 
-def _classifier(algorithm: Algorithm, outputs: Prediction) -> Classifier | None:
-    if algorithm.name == "kmeans":
-        return _kmeans_classifier(outputs)
-    objective = getattr(algorithm, "objective", None)
-    if objective == "binary:logistic":
-        return _binary_classifier(outputs)
-    if objective == "multi:softprob":
+def _classifier(capabilities: Capabilities, outputs: Specs) -> Classifier | None:
+    if capabilities.scores is Scores.DISTANCE:
+        return _nearest_classifier(outputs)
+    if capabilities.scores is Scores.PROBABILITY:
+        return _binary_classifier(outputs, capabilities.class_labels)
+    if capabilities.scores is Scores.PROBABILITIES:
         return _multiclass_classifier(outputs)
     return None
 
 
-def _kmeans_classifier(outputs: Prediction) -> Classifier | None:
-    if {"closest_cluster", "distance_to_cluster"} - set(outputs.names):
+def _nearest_classifier(outputs: Specs) -> Classifier | None:
+    if {"closest_cluster", "distance_to_cluster"} - set(outputs):
         return None
 
     def classify(prediction: Prediction) -> tuple[np.ndarray, np.ndarray]:
@@ -168,11 +178,12 @@ def _kmeans_classifier(outputs: Prediction) -> Classifier | None:
     return classify
 
 
-def _binary_classifier(outputs: Prediction) -> Classifier | None:
+def _binary_classifier(outputs: Specs, labels: tuple[str, ...]) -> Classifier | None:
     both = _output(outputs, ("probabilities",), 2)
     positive = _output(outputs, ("score", "probability"), 1)
     if both is None and positive is None:
         return None
+    classes = np.array(labels)
 
     def classify(prediction: Prediction) -> tuple[np.ndarray, np.ndarray]:
         if both is not None:
@@ -181,12 +192,12 @@ def _binary_classifier(outputs: Prediction) -> Classifier | None:
             assert positive is not None
             p = prediction.outputs[positive].astype(np.float32)
             scores = np.stack((1.0 - p, p), axis=1)
-        return np.broadcast_to(_BINARY, scores.shape), scores
+        return np.broadcast_to(classes, scores.shape), scores
 
     return classify
 
 
-def _multiclass_classifier(outputs: Prediction) -> Classifier | None:
+def _multiclass_classifier(outputs: Specs) -> Classifier | None:
     key = _output(outputs, ("score", "probabilities"), 2)
     if key is None:
         return None
@@ -199,9 +210,8 @@ def _multiclass_classifier(outputs: Prediction) -> Classifier | None:
     return classify
 
 
-def _regressor(algorithm: Algorithm, outputs: Prediction) -> Regressor | None:
-    objective = str(getattr(algorithm, "objective", ""))
+def _regressor(capabilities: Capabilities, outputs: Specs) -> Regressor | None:
     key = _output(outputs, ("score", "predicted_score"), 1)
-    if algorithm.name != "xgboost" or key is None or objective.startswith(_LABEL_OBJECTIVES):
+    if not capabilities.regression or key is None:
         return None
     return lambda prediction: prediction.outputs[key].astype(np.float32)

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from smserve.types import OutputSpec
+
 PREDICT_METHOD = "tensorflow/serving/predict"
 CLASSIFY_METHOD = "tensorflow/serving/classify"
 REGRESS_METHOD = "tensorflow/serving/regress"
@@ -53,16 +55,16 @@ class Signature:
         }
 
 
-def dtype_name(array: np.ndarray) -> str:
-    """The TF DataType name for an output array's dtype (DT_STRING for text)."""
-    if array.dtype.kind == "b":
+def dtype_name(dtype: np.dtype[Any]) -> str:
+    """The TF DataType name for an output's dtype (DT_STRING for text)."""
+    if dtype.kind == "b":
         return "DT_BOOL"
-    return _DTYPES.get(array.dtype.kind, {}).get(array.dtype.itemsize, "DT_STRING")
+    return _DTYPES.get(dtype.kind, {}).get(dtype.itemsize, "DT_STRING")
 
 
-def output_spec(name: str, array: np.ndarray) -> TensorSpec:
-    """The spec of one output, from a one-row example of it."""
-    return TensorSpec(dtype_name(array), (-1, *array.shape[1:]), f"{name}:0")
+def output_spec(name: str, spec: OutputSpec) -> TensorSpec:
+    """The TensorInfo of one output."""
+    return TensorSpec(dtype_name(spec.dtype), (-1, *spec.shape), f"{name}:0")
 
 
 def signature_map_json(signatures: Mapping[str, Signature]) -> dict[str, Any]:

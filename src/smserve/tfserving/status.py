@@ -1,4 +1,4 @@
-"""Model version states and the status and metadata documents (proto3 JSON).
+"""The model status and metadata documents (proto3 JSON).
 
 Both print every field, default-valued ones included, with int64 values as strings and one
 space of indentation per level, as protobuf's JSON printer does with whitespace on.
@@ -6,41 +6,21 @@ space of indentation per level, as protobuf's JSON printer does with whitespace 
 
 from __future__ import annotations
 
-import enum
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from smserve.repository.status import VersionStatus
 from smserve.tfserving.signatures import Signature, signature_map_json
 
 
-class State(enum.Enum):
-    """ModelVersionStatus.State (the numbers are the proto's)."""
-
-    UNKNOWN = 0
-    START = 10
-    LOADING = 20
-    AVAILABLE = 30
-    UNLOADING = 40
-    END = 50
-
-
-@dataclass(frozen=True, slots=True)
-class VersionStatus:
-    """One version's state; a failed load is END with a non-OK ``error_code``."""
-
-    version: int
-    state: State
-    error_code: str = "OK"
-    error_message: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "version": str(self.version),
-            "state": self.state.name,
-            "status": {"error_code": self.error_code, "error_message": self.error_message},
-        }
+def version_status_json(status: VersionStatus) -> dict[str, Any]:
+    """One ModelVersionStatus message."""
+    return {
+        "version": str(status.version),
+        "state": status.state.name,
+        "status": {"error_code": status.error_code, "error_message": status.error_message},
+    }
 
 
 def _dumps(value: Any) -> str:
@@ -50,7 +30,7 @@ def _dumps(value: Any) -> str:
 def status_body(statuses: Iterable[VersionStatus]) -> bytes:
     """GetModelStatusResponse: versions in descending order."""
     ordered = sorted(statuses, key=lambda s: s.version, reverse=True)
-    return _dumps({"model_version_status": [s.to_json() for s in ordered]}).encode()
+    return _dumps({"model_version_status": [version_status_json(s) for s in ordered]}).encode()
 
 
 def metadata_body(

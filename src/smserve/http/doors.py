@@ -1,0 +1,122 @@
+"""Every door mounted the same way: Flask's request becomes a DoorRequest, the door's
+DoorReply becomes the response, and each reply is counted in the metrics.
+
+Two kinds of mount: ``Route``, a URL rule answered by one handler of a door (the SageMaker
+routes), and ``Prefix``, every path a pattern matches handed to one door that parses its own
+routes (TF Serving matches ``/v1/`` case-insensitively and answers unknown paths under it
+itself; V2 owns ``/v2``). Prefix doors answer in a ``before_request`` hook, so Flask's routing
+404/405 never happens under their prefixes. Whatever a handler raises, or reading the body
+raises, becomes the door's own error envelope (``Door.error_reply``)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from http import HTTPStatus
+from typing import Protocol
+
+from flask import Flask, Response, current_app, request
+
+from smserve.doors import Door, DoorReply, DoorRequest
+from smserve.http import context
+from smserve.metrics import Metrics
+from smserve.tfserving.status import canonical_code
+
+Handler = Callable[[DoorRequest], DoorReply]
+VERSION_HEADER = "X-Model-Version"
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+class PrefixDoor(Door, Protocol):
+    """A door that parses its own routes under its prefix."""
+
+    def handle(self, request: DoorRequest) -> DoorReply: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """``methods`` on ``rule`` (Flask syntax), answered by ``door``'s ``handler``; ``name`` is
+    the route's name in the DoorRequest (and Flask's endpoint)."""
+
+    methods: tuple[str, ...]
+    rule: str
+    name: str
+    door: Door
+    handler: Handler
+
+
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """Every path ``pattern`` fully matches, answered by ``door.handle``."""
+
+    name: str
+    pattern: re.Pattern[str]
+    door: PrefixDoor
+
+
+def mount(app: Flask, routes: tuple[Route, ...], prefixes: tuple[Prefix, ...]) -> None:
+    for route in routes:
+        app.add_url_rule(route.rule, route.name, _view(route), methods=list(route.methods))
+    for prefix in prefixes:
+        app.before_request(_hook(prefix))
+
+
+def _view(route: Route) -> Callable[..., Response]:
+    def view(**params: str) -> Response:
+        return answer(route.door, route.handler, route.name, params)
+
+    return view
+
+
+def _hook(prefix: Prefix) -> Callable[[], Response | None]:
+    def hook() -> Response | None:
+        if prefix.pattern.fullmatch(request.path) is None:
+            return None
+        return answer(prefix.door, prefix.door.handle, prefix.name, {})
+
+    return hook
+
+
+def answer(door: Door, handler: Handler, route: str, params: Mapping[str, str]) -> Response:
+    """The response to this request from ``handler``, counted in the metrics."""
+    started = time.perf_counter()
+    door_request = DoorRequest(
+        request.method, raw_path(), request.headers, query=request.args, route=route, params=params
+    )
+    try:
+        context.check_ready(current_app)
+        if request.method in _BODY_METHODS:
+            door_request = replace(door_request, body=context.read_body())
+        reply = handler(door_request)
+    except Exception as exc:
+        reply = door.error_reply(exc, door_request)
+    count(context.current_serving().metrics, reply, started)
+    return to_response(reply)
+
+
+def raw_path() -> str:
+    """The path as the client sent it, still percent-encoded (TF Serving matches on it)."""
+    raw = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI")
+    return str(raw).partition("?")[0] if raw else request.path
+
+
+def count(metrics: Metrics, reply: DoorReply, started: float) -> None:
+    """Count one reply (not when its verb is None); its latency only for a success."""
+    if reply.verb is None:
+        return
+    latency_us = (time.perf_counter() - started) * 1e6 if reply.status < 300 else None
+    metrics.record(reply.model, canonical_code(reply.status), reply.verb, latency_us)
+
+
+def to_response(reply: DoorReply) -> Response:
+    """The reply as a Flask Response, plus X-Model-Version on a success."""
+    response = Response(reply.body, status=reply.status, content_type=reply.content_type)
+    if reply.content_type is None:
+        del response.headers["Content-Type"]
+    for name, value in reply.headers:
+        response.headers[name] = value
+    if reply.version is not None and reply.status < HTTPStatus.MULTIPLE_CHOICES:
+        response.headers[VERSION_HEADER] = str(reply.version)
+    return response
