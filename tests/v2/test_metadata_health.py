@@ -123,3 +123,11 @@ def test_error_reply_hides_an_unexpected_exception(api: V2API) -> None:
     reply = api.error_reply(RuntimeError("secret detail"), request)
     assert reply.status == 500
     assert b"secret" not in reply.body
+
+
+@pytest.mark.parametrize(
+    "path", ["/v2", "/v2/health/live", "/v2/health/ready", "/v2/models/km", "/v2/models/km/ready"]
+)
+def test_metadata_and_health_are_not_counted_in_the_metrics(call: Call, path: str) -> None:
+    assert call("GET", path).reply.verb is None
+    assert call("DELETE", path).reply.verb is None  # nor are their errors

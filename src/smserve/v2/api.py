@@ -2,7 +2,9 @@
 DoorReply out, for every model the repository serves.
 
 Unknown model (or version): 404, worded as Triton words it. Every other failure is the
-shared mapping (``failures.describe``) in the protocol's ``{"error": "..."}`` envelope.
+shared mapping (``failures.describe``) in the protocol's ``{"error": "..."}`` envelope. The
+metrics count infer requests (verb ``infer``), failed ones included; metadata and health
+requests are not counted (Kubernetes probes them every few seconds).
 """
 
 from __future__ import annotations
@@ -185,5 +187,5 @@ def _ok(body: response.Body, served: Served | None = None) -> DoorReply:
 
 
 def _reply(status: int, message: str, route: Route) -> DoorReply:
-    verb = "infer" if route.action == "infer" else ""
+    verb = "infer" if route.action == "infer" else None
     return DoorReply(status, response.error_body(message), JSON, (), route.model, verb)
