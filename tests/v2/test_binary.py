@@ -205,3 +205,13 @@ def test_a_tensor_at_any_offset_reaches_xgboost(call: Call, padding: int) -> Non
     answer = call("POST", INFER_XGB, header + ROWS.tobytes(), {HEADER: str(len(header))})
     assert answer.status == 200, answer.reply.body
     assert answer.json("inference_response")["outputs"][0]["shape"] == [3, 3]
+
+
+def test_nan_is_a_missing_value_for_xgboost_and_refused_by_kmeans(call: Call) -> None:
+    values = np.array([[1, np.nan, 3, 4]], dtype=np.float32)
+    body, size = triton.InferenceServerClient.generate_request_body([rows_input(values)])
+    xgboost = call("POST", INFER_XGB, body, {HEADER: str(size)})
+    assert xgboost.status == 200
+    kmeans = call("POST", INFER_KM, body, {HEADER: str(size)})
+    assert kmeans.status == 400
+    assert "k-means needs every feature" in kmeans.error

@@ -44,8 +44,8 @@ def _json_values(tensor: InputTensor) -> np.ndarray:
         return np.asarray(tensor.data).reshape(-1)
     except ValueError:
         raise InvalidInput(
-            f"input '{tensor.name}': nested 'data' is ragged; every row must have the same "
-            "length (or send it flat)"
+            f"input '{tensor.name}': nested 'data' is ragged or nested more than 64 levels "
+            "deep; every row must have the same length (or send it flat)"
         ) from None
 
 
