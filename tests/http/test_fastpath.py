@@ -25,6 +25,7 @@ from smserve.types import Batch, Prediction
 from tests.fakes import EchoAlgorithm, FailingAlgorithm, fake_service
 
 ROWS = b"1,2\n3,4\n"
+V2_ROWS = b'{"inputs": [{"name": "x", "shape": [2, 2], "datatype": "FP32", "data": [1, 2, 3, 4]}]}'
 Answer = tuple[str, list[tuple[str, str]], bytes]
 
 
@@ -119,6 +120,24 @@ REQUESTS: list[dict[str, Any]] = [
         "data": ROWS,
         "headers": {"X-Amzn-SageMaker-Target-Model": "m"},
     },
+    *(
+        {"method": "POST", "path": path, "data": data, "content_type": "application/json"}
+        for path, data in (
+            ("/v2/models/model/infer", V2_ROWS),
+            ("/v2/models/model/versions/1/infer", V2_ROWS),
+            ("/v2/models/model/versions/7/infer", V2_ROWS),
+            ("/v2/models/nope/infer", V2_ROWS),
+            ("/v2/models/model/infer", b'{"inputs": [{"name": "x"}]}'),
+            ("/v2/models/model/infer", b"not json"),
+            ("/v2/models/model/infer", V2_ROWS * 3),
+        )
+    ),
+    {
+        "method": "POST",
+        "path": "/v2/models/model/infer",
+        "headers": {"Content-Type": "application/json", "Content-Length": "100"},
+        "environ_overrides": lambda: {"wsgi.input": _BrokenStream(), "wsgi.input_terminated": True},
+    },
     {"method": "GET", "path": "/ping"},
     {"method": "HEAD", "path": "/ping"},
     {"method": "GET", "path": "/invocations"},
@@ -196,3 +215,43 @@ def test_multi_model_endpoint_answers_match(tmp_path: Path, kmeans_model_dir: Pa
             headers={"Content-Type": "text/csv", **headers},
         )
         assert fast == flask
+
+
+V2_REQUESTS = [kwargs for kwargs in REQUESTS if str(kwargs["path"]).startswith("/v2/")]
+
+
+@pytest.fixture(params=["echo", "failing", "not-ready"])
+def v2_app(request: pytest.FixtureRequest) -> Flask:
+    """Bodies up to 1 KiB, so V2 infer requests take the fast path."""
+    settings = Settings(max_payload_bytes=1024)
+    algorithm = FailingAlgorithm() if request.param == "failing" else EchoAlgorithm()
+    app = create_app(settings, fake_service(algorithm, settings))
+    if request.param == "not-ready":
+        context.install(app, settings, None)
+    return app
+
+
+@pytest.mark.parametrize("kwargs", V2_REQUESTS, ids=lambda k: f"{k['path']} {k.get('data')!r}"[:60])
+def test_v2_infer_answers_match_flask(v2_app: Flask, kwargs: dict[str, Any]) -> None:
+    wrapper = v2_app.wsgi_app
+    assert isinstance(wrapper, fastpath.FastPath)
+    assert wrapper._target(kwargs["path"]) is not None  # the fast path answers it
+    fast, flask = _both(v2_app, **kwargs)
+    assert fast == flask
+
+
+def test_v2_infer_is_answered_and_counted_alike() -> None:
+    apps = [
+        create_app(Settings(max_payload_bytes=1024), fake_service(EchoAlgorithm())) for _ in "ab"
+    ]
+    flask = apps[1].wsgi_app
+    assert isinstance(flask, fastpath.FastPath)
+    for kwargs in V2_REQUESTS[:5]:
+        _call(apps[0], _environ(dict(kwargs)))
+        _call(flask.flask, _environ(dict(kwargs)))
+    status, _, body = _call(apps[0], _environ(dict(V2_REQUESTS[0])))
+    _call(flask.flask, _environ(dict(V2_REQUESTS[0])))
+    assert status == "200 OK"
+    assert b'"outputs"' in body
+    assert _counts(apps[0]) == _counts(apps[1])
+    assert any('status="OK"} 3' in line for line in _counts(apps[0]))

@@ -9,8 +9,9 @@ model, so every door gives the same numbers:
 * TensorFlow Serving's REST API (``smserve.tfserving``): every path under ``/v1/``;
 * the Open Inference Protocol, KServe V2 (``smserve.v2``): every path under ``/v2``;
 
-plus the Prometheus page, summed over every worker. ``POST /invocations`` and ``GET /ping``
-are also answered in front of Flask, by the same door (``http.fastpath``)."""
+plus the Prometheus page, summed over every worker. ``POST /invocations``, ``GET /ping`` and
+V2's ``POST .../infer`` are also answered in front of Flask, by the same doors
+(``http.fastpath``)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def create_app(settings: Settings, service: InferenceService | None = None) -> F
     mount(app, _sagemaker_routes(sagemaker, models), _prefixes(tfserving, v2))
     app.add_url_rule(metrics_module.PATH, "metrics", lambda: _metrics_page(metrics))
     context.install(app, settings, models)
-    app.extensions[context.DOORS_KEY] = context.Serving(sagemaker, metrics)
+    app.extensions[context.DOORS_KEY] = context.Serving(sagemaker, v2, metrics)
     app.extensions[TFSERVING_KEY] = tfserving
     register_error_handlers(app)
     fastpath.install(app)

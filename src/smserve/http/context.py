@@ -18,6 +18,7 @@ from smserve.http.draining import mark_unreadable
 from smserve.metrics import Metrics
 from smserve.repository.modes import Models
 from smserve.sagemaker.api import SageMakerAPI
+from smserve.v2.api import V2API
 
 SETTINGS_KEY = "smserve.settings"
 MODELS_KEY = "smserve.models"
@@ -28,9 +29,11 @@ DISCONNECTED_MESSAGE = "the request body could not be read completely (did the c
 @dataclass(frozen=True, slots=True)
 class Serving:
     """What every request of this app shares: the SageMaker door (the default one, whose
-    envelope answers routing errors) and the metrics."""
+    envelope answers routing errors), the V2 door (both also answered by the fast path) and
+    the metrics."""
 
     sagemaker: SageMakerAPI
+    v2: V2API
     metrics: Metrics
 
 

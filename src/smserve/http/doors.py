@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from http import HTTPStatus
-from typing import Protocol
+from typing import Any, Protocol
 
 from flask import Flask, Response, current_app, request
 
@@ -98,8 +98,13 @@ def answer(door: Door, handler: Handler, route: str, params: Mapping[str, str]) 
 
 def raw_path() -> str:
     """The path as the client sent it, still percent-encoded (TF Serving matches on it)."""
-    raw = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI")
-    return str(raw).partition("?")[0] if raw else request.path
+    return raw_path_of(request.environ)
+
+
+def raw_path_of(environ: Mapping[str, Any]) -> str:
+    """``raw_path`` from a WSGI environment (gunicorn's RAW_URI, else REQUEST_URI)."""
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    return str(raw).partition("?")[0] if raw else str(environ.get("PATH_INFO", ""))
 
 
 def count(metrics: Metrics, reply: DoorReply, started: float) -> None:

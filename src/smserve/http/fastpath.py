@@ -6,9 +6,10 @@ An endpoint serves these two requests all day, and for a small batch Flask's per
 encoding together. ``FastPath`` wraps the Flask app's ``wsgi_app`` and answers exactly:
 
 * ``GET /ping``: the 200, or the 503 before the models are loaded;
-* ``POST /invocations`` with a Content-Length (no Transfer-Encoding) within the payload
-  limit: the body is read in one call, then handed to the very SageMaker door method
-  (``SageMakerAPI.invoke``, or ``ping``) the Flask route calls, and counted the same way.
+* ``POST /invocations`` and V2's ``POST /v2/models/<name>[/versions/<v>]/infer`` with a
+  Content-Length (no Transfer-Encoding) within the payload limit: the body is read in one
+  call, then handed to the very door method the Flask route calls (``SageMakerAPI.invoke``,
+  ``V2API.handle``), and counted the same way.
 
 Everything else goes to Flask unchanged: other paths and methods, chunked bodies, a body over
 the limit (Flask answers its 413), ``/endpoints/<name>/invocations``. A success is written
@@ -19,6 +20,7 @@ of its own.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -28,10 +30,10 @@ from typing import IO, TYPE_CHECKING
 from flask import Flask
 from werkzeug.datastructures import EnvironHeaders
 
-from smserve.doors import DoorReply, DoorRequest
+from smserve.doors import Door, DoorReply, DoorRequest
 from smserve.errors import InvalidInput
 from smserve.http import context
-from smserve.http.doors import VERSION_HEADER, count, to_response
+from smserve.http.doors import VERSION_HEADER, Handler, count, raw_path_of, to_response
 from smserve.http.draining import mark_unreadable
 
 if TYPE_CHECKING:
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
 
 INVOCATIONS = "/invocations"
 PING = "/ping"
+V2_INFER = re.compile(r"/v2/models/[^/]+(?:/versions/[^/]+)?/infer")
+_Target = tuple[Door, Handler, str]
 
 
 class BodyIncomplete(Exception):
@@ -60,13 +64,22 @@ class FastPath:
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path, method = environ.get("PATH_INFO"), environ.get("REQUEST_METHOD")
-        if path == INVOCATIONS and method == "POST":
-            size = self._body_size(environ)
-            if size is not None:
-                return self._invocations(environ, start_response, size)
+        if method == "POST" and isinstance(path, str):
+            target = self._target(path)
+            size = self._body_size(environ) if target is not None else None
+            if target is not None and size is not None:
+                return self._post(environ, start_response, size, target)
         elif path == PING and method == "GET":
             return self._ping(environ, start_response)
         return self.flask(environ, start_response)
+
+    def _target(self, path: str) -> _Target | None:
+        """The door, handler and route name for a POST to ``path`` (None: Flask's turn)."""
+        if path == INVOCATIONS:
+            return self.serving.sagemaker, self.serving.sagemaker.invoke, "invocations"
+        if V2_INFER.fullmatch(path) is not None:
+            return self.serving.v2, self.serving.v2.handle, "v2"
+        return None
 
     def _body_size(self, environ: WSGIEnvironment) -> int | None:
         """The Content-Length when this path may read the body, else None (Flask's turn)."""
@@ -88,16 +101,17 @@ class FastPath:
             reply = door.error_reply(exc, request)
         return to_response(reply)(environ, start_response)
 
-    def _invocations(
-        self, environ: WSGIEnvironment, start_response: StartResponse, size: int
+    def _post(
+        self, environ: WSGIEnvironment, start_response: StartResponse, size: int, target: _Target
     ) -> Iterable[bytes]:
         started = time.perf_counter()
-        door = self.serving.sagemaker
-        request = DoorRequest("POST", INVOCATIONS, EnvironHeaders(environ), route="invocations")
+        door, handler, route = target
+        headers = EnvironHeaders(environ)
+        request = DoorRequest("POST", raw_path_of(environ), headers, route=route)
         try:
             context.check_ready(self.app)
             body = read_exactly(environ, size)
-            reply = door.invoke(replace(request, body=body))
+            reply = handler(replace(request, body=body))
         except Exception as exc:  # each kind becomes the answer Flask gives it
             reply = door.error_reply(exc, request)
         count(self.serving.metrics, reply, started)
