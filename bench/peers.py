@@ -1,8 +1,8 @@
 """smserve through nginx, smserve with gunicorn alone, and MLServer 1.7.1, side by side in one
 run on the same model (XGBoost binary:logistic, 100 trees, depth 6, 50 features).
 
-* 1 row, one keep-alive client (http.client), p50/p99: smserve CSV on /invocations, MLServer
-  V2 infer (JSON tensor) on /v2/models/m/infer;
+* 1 row, one keep-alive client (http.client), p50/p99: smserve CSV on /invocations, and the
+  same V2 infer request (JSON tensor) to smserve's V2 door and to MLServer;
 * 16 concurrent keep-alive clients for ``--seconds`` with wrk (apt-get install wrk): requests
   per second, p50 and p99;
 * 10,000 x 50 CSV -> CSV through smserve against the in-process floor (np.loadtxt + predict +
@@ -56,11 +56,15 @@ def main() -> None:
         for name, env in (("smserve+nginx", "nginx"), ("smserve gunicorn-only", "gunicorn")):
             with harness.server(model_dir, args.workers, SMSERVE_FRONTEND=env) as port:
                 results[name] = _measure_smserve(port, args, floor, Path(scratch))
-            print(name, results[name], flush=True)
+                print(name, results[name], flush=True)
+                if env == "nginx":  # the same V2 request MLServer gets, through our V2 door
+                    v2 = _measure_v2(port, args, Path(scratch), "/v2/models/model/infer")
+                    results["smserve+nginx V2"] = v2
+                    print("smserve+nginx V2", v2, flush=True)
         for workers in (0, args.workers) if args.mlserver else ():
             name = f"MLServer 1.7.1 pw={workers}"
             with _mlserver(Path(args.mlserver), model_dir, Path(scratch) / name, workers) as port:
-                results[name] = _measure_mlserver(port, args, Path(scratch))
+                results[name] = _measure_v2(port, args, Path(scratch), "/v2/models/m/infer")
             print(name, results[name], flush=True)
     _report(results)
 
@@ -94,21 +98,20 @@ def _measure_smserve(
     return result
 
 
-def _measure_mlserver(port: int, args: argparse.Namespace, scratch: Path) -> dict[str, float]:
+def _measure_v2(port: int, args: argparse.Namespace, scratch: Path, path: str) -> dict[str, float]:
+    """1 row as a V2 JSON tensor on ``path``: p50/p99 and 16 clients."""
     body = _v2_body(1)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
     def infer() -> None:
-        conn.request(
-            "POST", "/v2/models/m/infer", body=body, headers={"Content-Type": "application/json"}
-        )
+        conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
         response = conn.getresponse()
         data = response.read()
         if response.status != 200:
             raise RuntimeError(f"MLServer answered {response.status}: {data[:200]!r}")
 
     result = _latency(harness.timings_ms(infer, args.repeat))
-    result.update(_wrk(port, "/v2/models/m/infer", body, "application/json", args.seconds, scratch))
+    result.update(_wrk(port, path, body, "application/json", args.seconds, scratch))
     return result
 
 
@@ -196,7 +199,7 @@ def _report(results: dict[str, dict[str, float]]) -> None:
     # Against MLServer's best configuration for each figure.
     best_p50 = min(results[name]["p50_ms"] for name in peers)
     best_rps = max(results[name]["rps"] for name in peers)
-    for name in ("smserve+nginx", "smserve gunicorn-only"):
+    for name in ("smserve+nginx", "smserve gunicorn-only", "smserve+nginx V2"):
         ours = results[name]
         print(
             f"{name}: 1-row p50 {best_p50 / ours['p50_ms']:.2f}x lower than MLServer's best, "
