@@ -51,7 +51,7 @@ def create_app(settings: Settings, service: InferenceService | None = None) -> F
     metrics = Metrics(settings.runtime_dir / "metrics")
     sagemaker = SageMakerAPI(models, settings)
     tfserving = TFServingAPI(models, settings.max_payload_bytes)
-    v2 = V2API(models)
+    v2 = V2API(models, settings.max_payload_bytes)
     mount(app, _sagemaker_routes(sagemaker, models), _prefixes(tfserving, v2))
     app.add_url_rule(metrics_module.PATH, "metrics", lambda: _metrics_page(metrics))
     context.install(app, settings, models)

@@ -9,7 +9,7 @@ requests are not counted (Kubernetes probes them every few seconds).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import smserve
@@ -18,6 +18,7 @@ from smserve.doors import DoorReply, DoorRequest
 from smserve.errors import InvalidInput, ModelNotFound, ModelNotReady
 from smserve.failures import describe
 from smserve.media import JSON
+from smserve.repository.status import VersionStatus
 from smserve.service import InferenceService
 from smserve.types import Batch, Prediction
 from smserve.v2 import response
@@ -57,6 +58,10 @@ class ModelSource(Protocol):
 
     def resolve(self, name: str, version: int | None = None) -> Served:
         """Raises ModelNotFound (or ModelNotReady)."""
+        ...
+
+    def statuses(self, name: str) -> Sequence[VersionStatus]:
+        """Every version's state; raises ModelNotFound."""
         ...
 
 
@@ -99,8 +104,14 @@ class V2API:
         if route.action == "model_ready":
             return _ok(response.json_body({"name": served.name, "ready": True}), served)
         if route.action == "model_metadata":
-            return _ok(response.json_body(model_metadata(served)), served)
+            versions = self._available_versions(served)
+            return _ok(response.json_body(model_metadata(served, versions)), served)
         return self._infer(route, served, request)
+
+    def _available_versions(self, served: Served) -> tuple[int, ...]:
+        """The model's versions that answer now (the one that answered at least)."""
+        ready = {status.version for status in self.models.statuses(served.name) if status.ready}
+        return tuple(sorted(ready | {served.version}))
 
     def _server_ready(self) -> DoorReply:
         """Ready when every model the repository names has a version that answers."""
@@ -126,12 +137,13 @@ class V2API:
         )
 
 
-def model_metadata(served: Served) -> dict[str, object]:
-    """``$metadata_model_response``: one FP32 input [-1, n_features] and every output."""
+def model_metadata(served: Served, versions: Sequence[int]) -> dict[str, object]:
+    """``$metadata_model_response``: the available ``versions``, one FP32 input
+    [-1, n_features] and every output."""
     width = served.algorithm.n_features
     return {
         "name": served.name,
-        "versions": [str(served.version)],
+        "versions": [str(version) for version in versions],
         "platform": served.algorithm.name,
         "inputs": [{"name": INPUT_NAME, "datatype": MODEL_DATATYPE, "shape": [-1, width or -1]}],
         "outputs": output_metadata(served.outputs),
