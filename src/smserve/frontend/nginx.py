@@ -11,8 +11,9 @@ What each part is for:
 * The upstream is gunicorn on a unix socket with keep-alive (HTTP/1.1, ``Connection ""``).
   Its idle timeout is shorter than gunicorn's keep-alive, so nginx never reuses a connection
   gunicorn is closing.
-* Every answer nginx gives itself is the JSON envelope ``{"error", "message"}`` (an
-  ``error_page`` per status, served by a named location), never an HTML page. An oversized
+* Every answer nginx gives itself is a JSON envelope (an ``error_page`` per status, served by
+  an internal location), never an HTML page: the SageMaker door's ``{"error", "message"}``,
+  and under TF Serving's ``/v1/`` and V2's ``/v2`` those protocols' ``{"error"}``. An oversized
   header (nginx's internal 494) is answered 431 Request Header Fields Too Large.
 * Responses are buffered (in memory, then in the run directory), so a client that reads
   slowly holds an nginx buffer, not a gunicorn worker.
@@ -24,6 +25,7 @@ import json
 import os
 import resource
 import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +36,9 @@ UPSTREAM_IDLE_S = 50  # nginx drops idle upstream connections after this; gunico
 # Error pages are internal URIs, not named locations: nginx cannot redirect a request whose
 # request line it could not parse (no URI yet) to a named location.
 ERROR_PREFIX = "/_smserve/error/"
+PLAIN_ERROR_PREFIX = "/_smserve/error/plain/"  # {"error"} only: TF Serving's and V2's envelope
+# The doors whose envelope is {"error"}: TF Serving matches /v1/ case-insensitively.
+PLAIN_ENVELOPE_LOCATIONS = ("~* ^/v1/", "/v2")
 HEADER_BUFFER = "8k"  # one request line or header line; four of them for all the headers
 _NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
 _UNQUOTABLE = ("'", "$", "\\")  # cannot appear in a single-quoted nginx string literally
@@ -176,13 +181,21 @@ def _http_context(settings: Settings, layout: ProxyLayout) -> list[str]:
 
 
 def _server(settings: Settings) -> list[str]:
+    plain = _error_page_lines(settings, PLAIN_ERROR_PREFIX)
+    doors = [_proxy_location(settings, match, plain) for match in PLAIN_ENVELOPE_LOCATIONS]
     return [
         "server {",
         *_indent(_server_settings(settings)),
-        *_indent(_proxy_location(settings)),
-        *_indent(_error_locations(settings)),
+        *_indent(_proxy_location(settings, "/")),
+        *(line for location in doors for line in _indent(location)),
+        *_indent(_error_locations(settings, ERROR_PREFIX, _envelope)),
+        *_indent(_error_locations(settings, PLAIN_ERROR_PREFIX, _plain_envelope)),
         "}",
     ]
+
+
+def _error_page_lines(settings: Settings, prefix: str) -> list[str]:
+    return [f"error_page {code} ={sent} {prefix}{code};" for code, (sent, _) in _pages(settings)]
 
 
 def _server_settings(settings: Settings) -> list[str]:
@@ -199,16 +212,15 @@ def _server_settings(settings: Settings) -> list[str]:
         f"send_timeout {settings.timeout_s}s;",
         "underscores_in_headers on;",
         "lingering_close on;",
-        *(
-            f"error_page {code} ={sent} {ERROR_PREFIX}{code};"
-            for code, (sent, _) in _pages(settings)
-        ),
+        *_error_page_lines(settings, ERROR_PREFIX),
     ]
 
 
-def _proxy_location(settings: Settings) -> list[str]:
+def _proxy_location(settings: Settings, match: str, extra: Sequence[str] = ()) -> list[str]:
+    """Proxy ``match`` to gunicorn; ``extra``: the location's own directives."""
     return [
-        "location / {",
+        f"location {match} {{",
+        *(f"    {line}" for line in extra),
         "    proxy_pass http://smserve_gunicorn;",
         "    proxy_http_version 1.1;",
         '    proxy_set_header Connection "";',
@@ -227,10 +239,10 @@ def _proxy_location(settings: Settings) -> list[str]:
     ]
 
 
-def _error_locations(settings: Settings) -> list[str]:
+def _error_locations(settings: Settings, prefix: str, envelope: Callable[[str], str]) -> list[str]:
     return [
-        f"location = {ERROR_PREFIX}{code} {{ internal; default_type application/json; "
-        f"return {sent} '{_envelope(message)}'; }}"
+        f"location = {prefix}{code} {{ internal; default_type application/json; "
+        f"return {sent} '{envelope(message)}'; }}"
         for code, (sent, message) in _pages(settings)
     ]
 
@@ -240,9 +252,18 @@ def _pages(settings: Settings) -> list[tuple[int, tuple[int, str]]]:
 
 
 def _envelope(message: str) -> str:
+    _check_quotable(message)
+    return json.dumps({"error": message, "message": message})
+
+
+def _plain_envelope(message: str) -> str:
+    _check_quotable(message)
+    return json.dumps({"error": message})
+
+
+def _check_quotable(message: str) -> None:
     if any(char in message for char in _UNQUOTABLE):
         raise ValueError(f"an nginx error message cannot contain {_UNQUOTABLE}: {message!r}")
-    return json.dumps({"error": message, "message": message})
 
 
 def _log_level(settings: Settings) -> str:

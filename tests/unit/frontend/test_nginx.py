@@ -104,3 +104,17 @@ def test_a_forced_mode_wins() -> None:
 def test_an_unknown_frontend_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="SMSERVE_FRONTEND"):
         Settings.from_env({"SMSERVE_FRONTEND": "apache"})
+
+
+def test_tf_serving_and_v2_paths_get_their_own_envelope(tmp_path: Path) -> None:
+    settings = Settings(max_payload_bytes=1048576)
+    text = render(settings, ProxyLayout(tmp_path), as_root=False)
+    plain = dict(
+        re.findall(r"location = /_smserve/error/plain/(\d+) \{.*?return \d+ '(.*?)'; \}", text)
+    )
+    assert set(plain) == {str(code) for code in error_pages(settings)}
+    assert all(set(json.loads(body)) == {"error"} for body in plain.values())
+    for match in ("~* ^/v1/", "/v2"):
+        location = text.split(f"location {match} {{", 1)[1].split("}", 1)[0]
+        assert "error_page 413 =413 /_smserve/error/plain/413;" in location
+        assert "proxy_pass http://smserve_gunicorn;" in location
