@@ -69,6 +69,9 @@ class Settings:
     memory_budget_bytes: int | None = None  # SMSERVE_MEMORY_BUDGET_MB (multi-model endpoints)
     runtime_dir: Path | None = None  # SMSERVE_RUNTIME_DIR: parent of the state workers share
     cache_dir: Path | None = None  # SMSERVE_CACHE_DIR (None: ~/.cache/smserve); demo models
+    # AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL: an S3-compatible service for s3:// inputs
+    # and outputs of ``smserve score`` (None: AWS itself; credentials are the AWS SDK's own)
+    s3_endpoint_url: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -119,6 +122,7 @@ class Settings:
             memory_budget_bytes=_memory_budget(env),
             runtime_dir=env.optional_path("SMSERVE_RUNTIME_DIR"),
             cache_dir=env.optional_path("SMSERVE_CACHE_DIR"),
+            s3_endpoint_url=env.text("AWS_ENDPOINT_URL_S3") or env.text("AWS_ENDPOINT_URL"),
         )
 
     def replace(self, **changes: Any) -> Settings:

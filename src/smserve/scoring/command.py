@@ -37,9 +37,11 @@ logger = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="files, folders or -")
+    parser.add_argument(
+        "inputs", nargs="+", metavar="INPUT", help="files, folders, s3:// objects or prefixes, or -"
+    )
     parser.add_argument("--model-dir", type=Path, help="the model (default: SM_MODEL_DIR)")
-    parser.add_argument("--output", type=Path, help="folder for the .out files")
+    parser.add_argument("--output", help="folder (or s3:// prefix) for the .out files")
     parser.add_argument("--content-type", help="the inputs' type (default: the model's)")
     parser.add_argument("--accept", help="the answers' type (default: the model's)")
     _choice(parser, "--split-type", SPLIT_TYPES, "how records are found (Batch Transform's)")
@@ -67,7 +69,7 @@ def run(args: argparse.Namespace, environ: Mapping[str, str], cpus: int, err: Te
     from smserve.scoring.progress import Progress
 
     settings, plan, options = configure(args, environ, cpus)
-    files = discover(args.inputs, args.output)
+    files = discover(args.inputs, args.output, settings.s3_endpoint_url)
     total = sum(size for item in files if (size := item.size) is not None) or None
     progress = Progress(err, total, err.isatty(), args.progress_every)
     try:

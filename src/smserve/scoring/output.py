@@ -1,6 +1,7 @@
 """Where answers are written: an output file appears under its final name only once it is
 complete (written to a hidden temporary file beside it, then renamed), so a rerun with
-``--skip-existing`` can trust every ``.out`` it finds. Standard output is written as it goes."""
+``--skip-existing`` can trust every ``.out`` it finds (an S3 output is uploaded once complete,
+see ``s3``). Standard output is written as it goes."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 import sys
 from pathlib import Path
 from typing import BinaryIO, Protocol
+
+from smserve.scoring.s3 import S3Object, S3Upload
 
 
 class Sink(Protocol):
@@ -54,5 +57,7 @@ class StandardOutput:
         sys.stdout.buffer.flush()
 
 
-def open_sink(path: Path | None) -> Sink:
+def open_sink(path: Path | S3Object | None) -> Sink:
+    if isinstance(path, S3Object):
+        return S3Upload(path)
     return StandardOutput() if path is None else AtomicFile(path)

@@ -27,10 +27,14 @@ from smserve.service import InferenceService
 @dataclass(frozen=True, slots=True)
 class RecordError:
     """A record that could not be scored; ``record`` is its 1-based number in the file (its
-    line number with ``--split-type Line``)."""
+    line number with ``--split-type Line``), or in the shard until the engine renumbers it.
+    With ``--on-error skip``, its error line is ``length`` bytes at byte ``at`` of the answer
+    (``length`` 0: RecordIO answers get no line)."""
 
     record: int
     message: str
+    at: int = 0
+    length: int = 0
 
     def line(self) -> bytes:
         """The documented error line that takes the record's place with ``--on-error skip``."""
@@ -99,6 +103,7 @@ class Scorer:
     def _one_by_one(self, chunk: Chunk) -> Scored:
         answers: list[bytes] = []
         errors: list[RecordError] = []
+        at = 0
         for index, record in enumerate(records_of(chunk.body, self.plan.split_type)):
             try:
                 answers.append(self._answer(record))
@@ -106,6 +111,7 @@ class Scorer:
                 error = RecordError(chunk.first_record + index, exc.message)
                 if self.plan.on_error == "fail":
                     return Scored(b"", chunk.n_records, len(chunk.body), (error,), failed=True)
-                errors.append(error)
                 answers.append(b"" if self.output_type == RECORDIO else error.line())
+                errors.append(RecordError(error.record, error.message, at, len(answers[-1])))
+            at += len(answers[-1])
         return Scored(b"".join(answers), chunk.n_records, len(chunk.body), tuple(errors))

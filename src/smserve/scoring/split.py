@@ -69,7 +69,7 @@ def records_of(chunk: bytes, split_type: str) -> list[bytes]:
 def _whole(stream: BinaryIO, max_payload_bytes: int) -> Iterator[Chunk]:
     body = _read(stream, max_payload_bytes + 1)
     if len(body) > max_payload_bytes:
-        raise _too_large(1, 0, max_payload_bytes)
+        raise too_large(1, 0, max_payload_bytes)
     if body:
         yield Chunk(body, 1, 1, 0)
 
@@ -84,7 +84,7 @@ def _line_chunks(stream: BinaryIO, max_payload_bytes: int) -> Iterator[Chunk]:
         at_end = len(buffer) < max_payload_bytes
         cut = len(buffer) if at_end else buffer.rfind(b"\n") + 1
         if cut == 0:
-            raise _too_large(record, offset, max_payload_bytes)
+            raise too_large(record, offset, max_payload_bytes)
         body = buffer[:cut] if buffer[cut - 1 : cut] == b"\n" else buffer[:cut] + b"\n"
         n_records = body.count(b"\n")
         yield Chunk(body, record, n_records, offset)
@@ -96,7 +96,7 @@ def _pack(records: Iterator[bytes], max_payload_bytes: int, single: bool) -> Ite
     size, record, offset = 0, 1, 0
     for data in records:
         if len(data) > max_payload_bytes:
-            raise _too_large(record + len(parts), offset + size, max_payload_bytes)
+            raise too_large(record + len(parts), offset + size, max_payload_bytes)
         if parts and (single or size + len(data) > max_payload_bytes):
             yield Chunk(b"".join(parts), record, len(parts), offset)
             record, offset, parts, size = record + len(parts), offset + size, [], 0
@@ -150,7 +150,7 @@ class _BytesReader:
         return bytes(self._view[start : self._at])
 
 
-def _too_large(record: int, offset: int, max_payload_bytes: int) -> RecordTooLarge:
+def too_large(record: int, offset: int, max_payload_bytes: int) -> RecordTooLarge:
     return RecordTooLarge(
         f"record {record} (byte {offset}) is larger than the mini-batch limit of "
         f"{max_payload_bytes} bytes; raise --max-payload-mb or split the input "
