@@ -65,14 +65,18 @@ class CsvCodec:
         self.records_per_line = records_per_line
 
     def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:
+        big = len(body) >= ARROW_MIN_BYTES
+        large = parse_large(body) if big and not self.records_per_line else None
+        if large is not None:  # only numbers, separators and line ends: ASCII, not empty
+            return Batch(large, _locator(body))  # no text copy unless a value is located
         text = decode_utf8(body, CSV)
         if not text.strip():
             raise DecodeError("text/csv: the body is empty; send one row of features per line")
-        if self.records_per_line:
+        if self.records_per_line:  # blank lines are checked in the text before Arrow parses
             _check_no_blank_lines(text)
-        large = parse_large(body) if len(body) >= ARROW_MIN_BYTES else None
-        if large is not None:
-            return Batch(large, _locator(text))
+            large = parse_large(body) if big else None
+            if large is not None:
+                return Batch(large, _locator(text))
         try:
             features = load_numbers(text, ",", np.float32)
         except ValueError:  # empty fields, lines of only spaces, or a real error
@@ -103,10 +107,12 @@ def _check_no_blank_lines(text: str) -> None:
         raise blank_line_error(CSV, body.count("\n", 0, match.end()) + 1)
 
 
-def _locator(text: str) -> Locate:
-    """Names a value by its line number (blank lines counted), computed only when asked."""
+def _locator(body: str | bytes) -> Locate:
+    """Names a value by its line number (blank lines counted), computed only when asked;
+    ``body`` as text, or as bytes known to be ASCII."""
 
     def locate(row: int, column: int) -> str:
+        text = body if isinstance(body, str) else body.decode("utf-8-sig")
         return f"row {_lines(text)[1][row]}, column {column + 1}"
 
     return locate

@@ -44,7 +44,7 @@ def parse_large(body: bytes) -> FloatArray | None:
         )
     except pa.ArrowException:
         return None
-    return _rows(table)
+    return _rows(table) if table.num_rows else None  # no rows: the caller names the error
 
 
 def _lone_carriage_return(body: bytes) -> bool:

@@ -94,3 +94,23 @@ def test_infinity_is_located_by_line() -> None:
     assert np.isinf(np.asarray(batch.features)[-1, 2])
     last_line = body.count(b"\n")
     assert batch.locate(batch.n_rows - 1, 2) == f"row {last_line}, column 3"
+
+
+def test_infinity_is_located_by_line_after_a_byte_order_mark() -> None:
+    body = b"\xef\xbb\xbf\n" + big(b"1,2,3") + b"\n1,-1e39,3\n"  # a mark on a blank line
+    batch = CODEC.decode(body, MediaType(CSV))
+    last_line = body.count(b"\n")
+    assert batch.locate(batch.n_rows - 1, 1) == f"row {last_line}, column 2"
+
+
+def test_a_big_body_of_blank_lines_is_empty() -> None:
+    body = b"\n\r\n" * ARROW_MIN_BYTES
+    assert parse_large(body) is None
+    with pytest.raises(DecodeError, match="text/csv: the body is empty"):
+        decode(body)
+
+
+def test_a_big_body_that_is_not_utf8_is_refused_as_text() -> None:
+    body = big(b"1,2,3") + b"1,\xff,3\n"
+    with pytest.raises(DecodeError, match="text/csv: the body is not valid UTF-8"):
+        decode(body)
