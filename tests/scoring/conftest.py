@@ -3,13 +3,16 @@ folders in every format, each holding several files of several mini-batches."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
 import pytest
 
+from tests.process.servers import free_port, server_env
 from tests.unit.codecs.recordio_bodies import dense_body
 
 N_FEATURES = 4
@@ -78,3 +81,58 @@ def write_inputs(root: Path, content_type: str, seed: int = 1) -> dict[str, byte
 def outputs(folder: Path) -> dict[str, bytes]:
     """Every file under ``folder`` by relative path (hidden ones included)."""
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@dataclass(frozen=True)
+class S3Service:
+    """A real S3 API on loopback (moto's server mode), with a bucket named ``bucket``."""
+
+    endpoint_url: str
+    bucket: str = "scoring"
+
+    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """A CLI environment that reaches it: the endpoint and throwaway credentials."""
+        aws = {
+            "AWS_ENDPOINT_URL_S3": self.endpoint_url, "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }  # fmt: skip
+        return server_env(8080, {**aws, **(extra or {})})
+
+    def client(self) -> Any:
+        import boto3
+
+        return boto3.client(
+            "s3", endpoint_url=self.endpoint_url, region_name="us-east-1",
+            aws_access_key_id="testing", aws_secret_access_key="testing",
+        )  # fmt: skip
+
+    def upload(self, folder: Path, prefix: str) -> None:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            key = f"{prefix}/{path.relative_to(folder).as_posix()}"
+            self.client().put_object(Bucket=self.bucket, Key=key, Body=path.read_bytes())
+
+    def objects(self, prefix: str) -> dict[str, bytes]:
+        """Every object under ``prefix/`` by relative key."""
+        listed = self.client().list_objects_v2(Bucket=self.bucket, Prefix=f"{prefix}/")
+        keys = [item["Key"] for item in listed.get("Contents", [])]
+        return {
+            key[len(prefix) + 1 :]: self.client()
+            .get_object(Bucket=self.bucket, Key=key)["Body"]
+            .read()
+            for key in keys
+        }
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[S3Service]:
+    pytest.importorskip("moto.server")
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    service = S3Service(f"http://127.0.0.1:{port}")
+    service.client().create_bucket(Bucket=service.bucket)
+    yield service
+    server.stop()

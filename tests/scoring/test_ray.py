@@ -16,7 +16,8 @@ from smserve.scoring.engine import Summary, score_files
 from smserve.scoring.inputs import discover
 from smserve.scoring.options import Plan, Run
 from smserve.scoring.progress import Progress
-from tests.scoring.conftest import csv_body, outputs, write_inputs
+from tests.process.servers import run_cli
+from tests.scoring.conftest import S3Service, csv_body, outputs, write_inputs
 
 ray = pytest.importorskip("ray")
 
@@ -103,3 +104,20 @@ def test_model_scorer_gives_the_endpoints_output_keys(cluster: None, model_dir: 
     np.testing.assert_array_equal(
         np.stack([r["probabilities"] for r in rows]), expected["probabilities"]
     )
+
+
+def test_an_s3_prefix_on_ray_matches_the_local_engine(
+    s3: S3Service, model_dir: Path, tmp_path: Path
+) -> None:
+    """Through the command (its own local cluster), so the actors get the S3 settings."""
+    write_inputs(tmp_path / "in", "text/csv")
+    s3.upload(tmp_path / "in", "ray-in")
+    base = ["score", "--model-dir", str(model_dir), "--content-type", "text/csv"]
+    base += ["--max-payload-mb", "0.0005", "--workers", "2"]
+    local = run_cli([*base, str(tmp_path / "in"), "--output", str(tmp_path / "local")], s3.env())
+    assert local.returncode == 0, local.stderr
+    target = f"s3://{s3.bucket}/ray-out"
+    on_ray = run_cli([*base, f"s3://{s3.bucket}/ray-in", "--output", target, "--engine", "ray"],
+                     s3.env(), timeout_s=180)  # fmt: skip
+    assert on_ray.returncode == 0, on_ray.stderr[-3000:]
+    assert s3.objects("ray-out") == outputs(tmp_path / "local")
