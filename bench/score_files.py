@@ -9,7 +9,9 @@ in-process floor and the endpoint path, on one CSV file of N rows x 50 features.
 * service: the same, but each 6 MiB is answered by the endpoint's InferenceService (batch
   mode) called directly: what the codecs and algorithm cost, without our engine around them.
 * score: `smserve score --workers N`, wall time of the whole command (start-up included).
-* ray: `smserve score --engine ray --workers N` (a fresh local Ray cluster; start-up included).
+* ray: `smserve score --engine ray --workers N` (a fresh local Ray cluster; start-up included),
+  "without cluster start" takes off the time `ray.init` took (the command logs it), which is
+  what a job on an already running cluster (`--address`) would not pay.
 * endpoint: `smserve serve` with N workers and SAGEMAKER_BATCH=true, the file POSTed in 6 MiB
   mini-batches over N keep-alive connections, as Batch Transform does.
 Peak RSS is the largest sum over the command's process tree, sampled every 0.1 s. Answers of
@@ -186,6 +188,7 @@ def main() -> None:
     write_csv(data, args.rows)
     n, size_mb = args.rows, data.stat().st_size / 1e6
     print(f"{n:,} rows x 50 features, {size_mb:,.0f} MB of CSV, {args.workers} workers", flush=True)
+    print(f"load average at the start: {load_average()}", flush=True)
     best = rounds(args, data)
     print(f"floor      {best.floor:>10,.0f} rows/s", flush=True)
     ratio = f"{best.service / best.floor:.2f}x floor"
@@ -206,11 +209,22 @@ def main() -> None:
         executed = re.search(r"execution finished in ([\d.]+) seconds", log)
         if executed:  # Ray's own timing of the dataset, without cluster start-up
             rate = n / float(executed.group(1))
-            print(f"  ray dataset alone: {rate:,.0f} rows/s, {rate / best.steady:.2f}x score's")
+            print(f"  ray dataset alone: {rate:,.0f} rows/s, {rate / local_rate:.2f}x score")
+        ready = re.search(r"Ray cluster ready in ([\d.]+) s", log)
+        if ready:  # the whole command less the cluster's start, as on a running cluster
+            rate = n / (wall - float(ready.group(1)))
+            print(
+                f"  ray without cluster start: {rate:,.0f} rows/s, {rate / local_rate:.2f}x score"
+            )
     if not args.skip_endpoint:
         wall = endpoint(model_dir, data, args.dir / "endpoint.out", args.workers)
         same = digest(args.dir / "endpoint.out") == reference
         report("endpoint", n / wall, wall, f"{n / wall / local_rate:.2f}x score", None, same)
+    print(f"load average at the end: {load_average()}", flush=True)
+
+
+def load_average() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def command(args: argparse.Namespace) -> list[str]:

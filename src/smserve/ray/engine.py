@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import logging
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,9 @@ def score_files_on_ray(
     if any(item.path is None for item in files):
         raise ConfigError("--engine ray reads files, folders or s3://, not - (standard input)")
     if not ray.is_initialized():
+        began = time.monotonic()
         ray.init(address=address, include_dashboard=False, configure_logging=False)
+        logger.info("Ray cluster ready in %.1f s", time.monotonic() - began)
     out = Assembler(progress)
     planned = [(s, list(shards_of(s, plan, run))) for f in files if (s := out.start(f, run))]
     try:
