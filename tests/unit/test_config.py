@@ -73,6 +73,8 @@ EVERY_VARIABLE = [
     ("SMSERVE_CLIENT_BODY_TIMEOUT_S", "4", "client_body_timeout_s", 4),
     ("SMSERVE_MAX_CONNECTIONS", "100", "max_connections", 100),
     ("SMSERVE_KEEPALIVE_REQUESTS", "50", "keepalive_requests", 50),
+    ("AWS_ENDPOINT_URL_S3", "http://s3:9000", "s3_endpoint_url", "http://s3:9000"),
+    ("AWS_ENDPOINT_URL", "http://aws:4566", "s3_endpoint_url", "http://aws:4566"),
 ]
 
 
