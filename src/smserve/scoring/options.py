@@ -51,6 +51,6 @@ class Run:
 
     @property
     def in_flight(self) -> int:
-        """Mini-batches sent ahead of the one being written: two per worker keep every
-        worker busy while the writer catches up, and bound memory (see ``engine``)."""
+        """Shards sent ahead of the one being written: two per worker keep every worker
+        busy while the writer catches up, and bound memory and part files (see ``engine``)."""
         return 2 * self.workers
