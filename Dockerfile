@@ -56,7 +56,7 @@ RUN python -m venv --without-pip /opt/venv \
     && rm -rf "$pa/include" "$pa"/libarrow_flight.so* "$pa"/libarrow_python_flight.so* \
         "$pa"/_flight*.so "$pa/flight.py" \
     && find "$pa" \( -name "*.pxd" -o -name "*.pyx" -o -name "*.h" \) -delete \
-    && /opt/venv/bin/python -c "import flask, gunicorn, numpy, scipy.sparse, sklearn.cluster, xgboost, google.protobuf, orjson, pyarrow.parquet, pyarrow.csv, pyarrow.ipc"
+    && /opt/venv/bin/python -c "import flask, gunicorn, numpy, scipy.sparse, sklearn.cluster, xgboost, google.protobuf, orjson, pyarrow.parquet, pyarrow.csv, pyarrow.ipc; from pyarrow.fs import S3FileSystem"
 
 # --- wheel: build the smserve wheel (pure Python; no dependencies resolved here) ---
 FROM ${BASE_IMAGE} AS wheel
