@@ -10,7 +10,8 @@ status is 1 then):
 * no connection dropped or reset after an answer that kept it alive (keep-alive desync), and
   none closed without an answer where one was due; no answer cut short or late;
 * every answer >= 400 is ``Content-Type: application/json`` with a JSON object holding
-  ``error`` and ``message`` (under /v1/, TF Serving's ``{"error"}`` alone is its envelope);
+  ``error`` and ``message`` (under /v1/ and /v2, TF Serving's and V2's ``{"error"}`` alone is
+  their envelope);
 * no gunicorn worker restarted: the same worker pids before and after, and no "Booting
   worker" in the server log beyond the initial ones.
 
@@ -46,6 +47,7 @@ from fuzz_session import ANSWER_TIMEOUT_S, EXAMPLES, Session, Tally  # noqa: E40
 KINDS = (
     (kinds.invocation, 50.0),
     (kinds.tf_serving, 12.0),
+    (kinds.v2, 10.0),
     (kinds.route, 12.0),
     (kinds.header_abuse, 7.0),
     (kinds.garbage, 3.0),
@@ -61,6 +63,7 @@ MME_KINDS = (
     (kinds.pipelined, 5.0),
     (kinds.garbage, 3.0),
     (kinds.tf_serving, 2.0),
+    (kinds.v2, 4.0),
 )
 
 

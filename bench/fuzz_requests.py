@@ -40,6 +40,11 @@ TFS_PATHS = ("/v1/models/model:predict", "/v1/models/model/versions/1:predict",
              "/v1/models/model:PREDICT", "/v1/models/:predict", "/v1/models/model%3Apredict",
              "/v1/models/model:predict/extra", "/v1/models/model", "/v1/models/model/metadata",
              "/v1/models/model/versions/1/metadata", "/v1/models/nope:predict")  # fmt: skip
+V2_PATHS = ("/v2/models/model/infer", "/v2/models/model/infer", "/v2/models/model/versions/1/infer",
+            "/v2/models/model/versions/7/infer", "/v2/models/nope/infer", "/v2/models/model",
+            "/v2/models/model/ready", "/v2/health/live", "/v2/health/ready", "/v2",
+            "/v2/models/model/versions/x/infer", "/v2/models//infer", "/v2/models/model/infer/x",
+            "/v2/models/xgboost/infer", "/v2/models/kmeans/infer")  # fmt: skip
 OTHER_PATHS = ("/", "/ping", "/execution-parameters", "/metrics", "/models", "/models/a",
                "/models/a/invoke", "/v1", "/v1/models", "/%00", "/..%2f..%2fetc/passwd",
                "//invocations", "/INVOCATIONS", "/ping?" + "q=" * 1500, "*",
@@ -124,6 +129,7 @@ class Bodies:
             t: [encode(t, _matrix(rng, n)) for n in (1, 2, 5, 20, 50)] for t in BODY_TYPES
         }
         self.tfs = [_tfs(_matrix(rng, n), form) for n in (1, 3) for form in range(4)]
+        self.v2 = [_v2(_matrix(rng, n), binary) for n in (1, 3, 20) for binary in (False, True)]
         self.big = _csv(_matrix(rng, 1000))
 
     def near_limit(self, r: random.Random) -> bytes:
@@ -173,6 +179,24 @@ def _tfs(matrix: np.ndarray, form: int) -> bytes:
         {"inputs": {"inputs": rows}},
     ]
     return json.dumps(documents[form]).encode()
+
+
+def _v2(matrix: np.ndarray, binary: bool) -> tuple[bytes, int | None]:
+    """A V2 infer body, JSON or with the tensor in Triton's binary extension; and the JSON
+    header's length (the Inference-Header-Content-Length) for a binary one."""
+    tensor: dict[str, object] = {
+        "name": "input__0",
+        "shape": list(matrix.shape),
+        "datatype": "FP32",
+    }
+    if not binary:
+        tensor["data"] = [[round(float(v), 5) for v in row] for row in matrix]
+        return json.dumps({"id": "f", "inputs": [tensor]}).encode(), None
+    raw = matrix.astype("<f4").tobytes()
+    tensor["parameters"] = {"binary_data_size": len(raw)}
+    outputs = [{"name": "predict", "parameters": {"binary_data": True}}]
+    header = json.dumps({"inputs": [tensor], "outputs": outputs}).encode()
+    return header + raw, len(header)
 
 
 Kind = Callable[[random.Random, Bodies], Fuzzed]
@@ -225,10 +249,31 @@ def tf_serving(r: random.Random, bodies: Bodies) -> Fuzzed:
     return request
 
 
+def v2(r: random.Random, bodies: Bodies) -> Fuzzed:
+    """An Open Inference Protocol request: JSON or binary tensors, mutated, with a right,
+    wrong or missing Inference-Header-Content-Length, sometimes gzip-encoded."""
+    body, header_length = r.choice(bodies.v2)
+    if r.random() < 0.6:
+        body = mutate(r, body)
+    path = r.choice(V2_PATHS)
+    method = "POST" if path.endswith("/infer") or r.random() < 0.2 else "GET"
+    request = Fuzzed("v2", method=method, path=path, body=body if method == "POST" else b"")
+    request.headers = _type_headers(r, JSON)
+    if header_length is not None or r.random() < 0.05:
+        length = header_length if header_length is not None else r.randint(0, len(body) + 9)
+        value = str(length + r.choice((0, 0, 0, -1, 1, 10**9))) if r.random() < 0.9 else "x"
+        request.headers.append((b"Inference-Header-Content-Length", value.encode()))
+    if r.random() < 0.1 and request.body:
+        request.body = gzip.compress(request.body)
+        request.headers.append((b"Content-Encoding", b"gzip"))
+    _maybe_chunked(r, request)
+    return request
+
+
 def route(r: random.Random, bodies: Bodies) -> Fuzzed:
     """Any method on any path (routes that exist, MME and TF Serving ones, odd ones), with
     no body, random bytes or a valid CSV body (bodies nobody reads must be drained)."""
-    paths = (*OTHER_PATHS, *INVOCATION_PATHS, *TFS_PATHS, _random_path(r))
+    paths = (*OTHER_PATHS, *INVOCATION_PATHS, *TFS_PATHS, *V2_PATHS, _random_path(r))
     request = Fuzzed("route", method=r.choice(METHODS), path=r.choice(paths))
     request.body = r.choice((b"", b"", r.randbytes(r.randint(1, 70000)), bodies.valid[CSV][2]))
     request.framing = r.choice(("length", "length", "none")) if not request.body else "length"

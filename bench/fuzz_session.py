@@ -62,8 +62,13 @@ def _json_error(request: kinds.Fuzzed, answer: Answer) -> bool:
         envelope = json.loads(answer.body)
     except ValueError:
         return False
-    keys = {"error"} if request.path.startswith("/v1/") else {"error", "message"}
+    keys = {"error"} if _plain_envelope(request.path) else {"error", "message"}
     return isinstance(envelope, dict) and all(isinstance(envelope.get(k), str) for k in keys)
+
+
+def _plain_envelope(path: str) -> bool:
+    """TF Serving (``/v1/``, any case) and V2 (``/v2``) answer errors as ``{"error"}``."""
+    return path.lower().startswith("/v1/") or path == "/v2" or path.startswith(("/v2/", "/v2?"))
 
 
 class Session:
