@@ -9,7 +9,8 @@ in-process floor and the endpoint path, on one CSV file of N rows x 50 features.
 * service: the same, but each 6 MiB is answered by the endpoint's InferenceService (batch
   mode) called directly: what the codecs and algorithm cost, without our engine around them.
 * score: `smserve score --workers N`, wall time of the whole command (start-up included).
-* ray: `smserve score --engine ray --workers N` (a fresh local Ray cluster; start-up included),
+* ray: `smserve score --engine ray --workers N` (a fresh local Ray cluster, start-up included;
+  or, with ``--ray-address auto`` after ``ray start --head --num-cpus 2``, a running one),
   "without cluster start" takes off the time `ray.init` took (the command logs it), which is
   what a job on an already running cluster (`--address`) would not pay.
 * endpoint: `smserve serve` with N workers and SAGEMAKER_BATCH=true, the file POSTed in 6 MiB
@@ -180,6 +181,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="rounds of floor/service/score")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/smserve-score-bench"))
     parser.add_argument("--skip-ray", action="store_true")
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        help="an already running cluster for --engine ray (e.g. auto after `ray start --head`)",
+    )
     parser.add_argument("--skip-endpoint", action="store_true")
     args = parser.parse_args()
     model_dir, data = args.dir / "model", args.dir / "in" / "data.csv"
@@ -202,7 +208,7 @@ def main() -> None:
     reference = digest(args.dir / "local" / "data.csv.out")
     if not args.skip_ray:
         wall, rss, log = timed(
-            [*command(args), "--output", str(args.dir / "ray"), "--engine", "ray"]
+            [*command(args), "--output", str(args.dir / "ray"), "--engine", "ray", *_address(args)]
         )
         same = digest(args.dir / "ray" / "data.csv.out") == reference
         report("ray", n / wall, wall, f"{n / wall / local_rate:.2f}x score", rss, same)
@@ -221,6 +227,10 @@ def main() -> None:
         same = digest(args.dir / "endpoint.out") == reference
         report("endpoint", n / wall, wall, f"{n / wall / local_rate:.2f}x score", None, same)
     print(f"load average at the end: {load_average()}", flush=True)
+
+
+def _address(args: argparse.Namespace) -> list[str]:
+    return [] if args.ray_address is None else ["--address", args.ray_address]
 
 
 def load_average() -> str:
