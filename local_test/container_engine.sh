@@ -78,9 +78,19 @@ build_base_image() {
 }
 
 answers() { curl -fs --max-time 2 --unix-socket "$socket" http://engine/_ping 2>/dev/null | grep -q OK; }
+# A long-running service can answer /_ping yet fail every attach ("unable to upgrade to tcp,
+# received 409"); running one container through it tells a working service from a wedged one.
+attaches() {
+  DOCKER_HOST="unix://$socket" timeout 60 docker run --rm "$base_image" true >/dev/null 2>&1
+}
 
 start_service() {
-  answers && return
+  if answers; then
+    attaches && return
+    say "the service on $socket answers but cannot run a container: restarting it"
+    pkill -f "podman system service.*$socket" || true
+    sleep 1
+  fi
   mkdir -p "$state"
   rm -f "$socket"
   say "starting podman's Docker API service on $socket"
