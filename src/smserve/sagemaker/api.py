@@ -85,9 +85,10 @@ def answer(served: ServedModel, request: DoorRequest) -> DoorReply:
 
 def reply_of(reply: Reply | None, served: ServedModel) -> DoorReply:
     """200 with the reply (and its outputs in the custom attributes header), or 204."""
-    if reply is None:
-        empty = envelope.empty_reply(HTTPStatus.NO_CONTENT)
-        return DoorReply(empty.status, b"", None, (), served.name, INVOCATIONS, served.version)
+    if reply is None:  # nothing to predict: an empty body with no Content-Type
+        return DoorReply(
+            HTTPStatus.NO_CONTENT, b"", None, (), served.name, INVOCATIONS, served.version
+        )
     headers = () if reply.outputs is None else ((CUSTOM_ATTRIBUTES_HEADER, applied(reply.outputs)),)
     return DoorReply(
         HTTPStatus.OK,

@@ -29,8 +29,7 @@ def error_reply(exc: Exception, where: str, model: str = "", verb: str | None = 
     failure = describe(exc, where)
     if isinstance(exc, ModelNotFound):
         failure = Failure(failure.status, f"Model not found: {exc.model_name}")
-    reply = failure_reply(failure)
-    return DoorReply(reply.status, reply.body, JSON, model=model, verb=verb)
+    return DoorReply(failure.status, error_body(failure.message), JSON, model=model, verb=verb)
 
 
 def json_reply(value: Any, status: int = HTTPStatus.OK) -> DoorReply:
