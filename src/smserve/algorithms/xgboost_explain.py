@@ -2,8 +2,10 @@
 
 ``contributions`` are XGBoost's exact TreeSHAP (``pred_contribs``), ``approximate_contributions``
 its cheaper approximation (``approx_contribs``: each split's gain in the expected value along
-the row's path). Both are of the raw margin, before the objective's link function (sigmoid,
-softmax), so a row's values sum to its margin, never to its probability.
+the row's path; for batches over SMALL_BATCH_ROWS rows on cpu, computed as one vector-leaf
+prediction by ``xgboost_approximate``, equal to XGBoost's within float32 rounding). Both are of
+the raw margin, before the objective's link function (sigmoid, softmax), so a row's values sum
+to its margin, never to its probability.
 
 Layout, XGBoost's own: per row one value per model feature, in the model's feature order,
 then the bias (the expected margin, base score included) last; multi-class and multi-target
@@ -16,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import xgboost as xgb
 
+from smserve.algorithms.xgboost_approximate import ApproximateExplainer
 from smserve.algorithms.xgboost_model import SMALL_BATCH_ROWS, Member
 from smserve.errors import PredictionError
 from smserve.types import Features
@@ -30,6 +33,9 @@ def explain(member: Member, features: Features, approximate: bool, nthread: int)
     Returns an ndarray of shape (n, F + 1), or (n, k, F + 1) for k classes or targets.
     """
     n_rows = int(features.shape[0])
+    explainer = _fast_approximation(member, n_rows) if approximate else None
+    if explainer is not None:
+        return _approximated(explainer, features, member)
     booster = member.booster_for(n_rows)
     # A small batch is one thread's work, as in xgboost_model: a DMatrix built with more
     # threads makes the explanation wait on the others (measured: 0.46 ms vs 7 ms, 1 row).
@@ -46,3 +52,19 @@ def explain(member: Member, features: Features, approximate: bool, nthread: int)
     except xgb.core.XGBoostError as exc:
         raise PredictionError(f"XGBoost failed to explain with {member.path.name}") from exc
     return np.asarray(result, dtype=np.float32)
+
+
+def _fast_approximation(member: Member, n_rows: int) -> ApproximateExplainer | None:
+    """The vector-leaf explainer for a batch too large for one thread, if it exists."""
+    if n_rows <= SMALL_BATCH_ROWS or member.approximation is None:
+        return None
+    return member.approximation.get()
+
+
+def _approximated(
+    explainer: ApproximateExplainer, features: Features, member: Member
+) -> np.ndarray:
+    try:
+        return explainer.explain(features)
+    except xgb.core.XGBoostError as exc:
+        raise PredictionError(f"XGBoost failed to explain with {member.path.name}") from exc

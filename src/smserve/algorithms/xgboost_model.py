@@ -16,6 +16,7 @@ import xgboost as xgb
 
 from smserve.algorithms.model_files import is_pickle, read_model_file, unpickle
 from smserve.algorithms.ubjson import Truncated, UbjsonError, check_complete
+from smserve.algorithms.xgboost_approximate import LazyApproximation
 from smserve.algorithms.xgboost_direct import DirectPredictor, same_predictions
 from smserve.errors import ModelLoadError
 
@@ -53,14 +54,16 @@ class ModelInfo:
 class Member:
     """One loaded booster and the trees to predict with. ``configure`` adds, on cpu,
     ``single``: a copy of the booster with nthread=1 for batches of at most SMALL_BATCH_ROWS
-    rows (None with one thread anyway or a model file over SINGLE_COPY_MAX_BYTES), and
-    ``direct``: prediction through the C API (see ``xgboost_direct``)."""
+    rows (None with one thread anyway or a model file over SINGLE_COPY_MAX_BYTES),
+    ``direct``: prediction through the C API (see ``xgboost_direct``), and ``approximation``:
+    approximate contributions as one prediction (see ``xgboost_approximate``)."""
 
     path: Path
     booster: xgb.Booster
     iteration_range: tuple[int, int]
     single: xgb.Booster | None = None
     direct: DirectPredictor | None = None
+    approximation: LazyApproximation | None = None
 
     def booster_for(self, n_rows: int) -> xgb.Booster:
         """The booster for a batch of ``n_rows`` rows."""
@@ -200,7 +203,8 @@ def configure(member: Member, device: str, nthread: int, n_features: int | None)
     single = _single_threaded(member, n_features) if nthread > 1 else None
     boosters = [member.booster] if single is None else [member.booster, single]
     direct = DirectPredictor.create(boosters, member.iteration_range, n_features)
-    return replace(member, single=single, direct=direct)
+    approximation = LazyApproximation(member.booster, member.iteration_range, nthread)
+    return replace(member, single=single, direct=direct, approximation=approximation)
 
 
 def _single_threaded(member: Member, n_features: int | None) -> xgb.Booster | None:
