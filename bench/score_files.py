@@ -187,6 +187,16 @@ def main() -> None:
         help="an already running cluster for --engine ray (e.g. auto after `ray start --head`)",
     )
     parser.add_argument("--skip-endpoint", action="store_true")
+    parser.add_argument(
+        "--fixed-cost",
+        action="store_true",
+        help="each engine on N and 2N rows: marginal rate and fixed overhead (score_overhead.py)",
+    )
+    parser.add_argument(
+        "--ray-running",
+        action="store_true",
+        help="with --fixed-cost, also Ray on a cluster started here (`ray start`, then `ray stop`)",
+    )
     args = parser.parse_args()
     model_dir, data = args.dir / "model", args.dir / "in" / "data.csv"
     harness.build_xgboost(model_dir)
@@ -195,6 +205,11 @@ def main() -> None:
     n, size_mb = args.rows, data.stat().st_size / 1e6
     print(f"{n:,} rows x 50 features, {size_mb:,.0f} MB of CSV, {args.workers} workers", flush=True)
     print(f"load average at the start: {load_average()}", flush=True)
+    if args.fixed_cost:
+        import score_overhead
+
+        score_overhead.run(args, data)
+        return
     best = rounds(args, data)
     print(f"floor      {best.floor:>10,.0f} rows/s", flush=True)
     ratio = f"{best.service / best.floor:.2f}x floor"

@@ -55,6 +55,20 @@ def test_csv_shards_match_the_local_engine(cluster: None, model_dir: Path, tmp_p
     assert outputs(tmp_path / "ray") == outputs(tmp_path / "local")
 
 
+def test_a_running_cluster_and_the_callers_data_context_are_left_as_they_were(
+    cluster: None, model_dir: Path, tmp_path: Path
+) -> None:
+    import ray.data
+
+    write_inputs(tmp_path / "in", "text/csv")
+    context = ray.data.DataContext.get_current()
+    before = (context.execution_options.preserve_order, context.enable_progress_bars)
+    _both(model_dir, tmp_path / "in", tmp_path, Plan(content_type="text/csv"))
+    assert ray.is_initialized()  # connected before the engine ran, so not shut down by it
+    assert (context.execution_options.preserve_order, context.enable_progress_bars) == before
+    assert before == (False, True)  # Ray's defaults: the engine's settings are its dataset's
+
+
 def test_a_ragged_file_fails_exactly_as_locally(
     cluster: None, model_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -48,15 +48,38 @@ def score_files_on_ray(
     progress: Progress,
     address: str | None = None,
 ) -> Summary:
-    """Score ``files`` on Ray; connects to ``address`` unless Ray is already initialised."""
+    """Score ``files`` on Ray; connects to ``address`` unless Ray is already initialised, and
+    then disconnects (shutting down the cluster it started) before returning."""
     import ray
 
     if any(item.path is None for item in files):
         raise ConfigError("--engine ray reads files, folders or s3://, not - (standard input)")
-    if not ray.is_initialized():
-        began = time.monotonic()
-        ray.init(address=address, include_dashboard=False, configure_logging=False)
-        logger.info("Ray cluster ready in %.1f s", time.monotonic() - began)
+    connected = _connect(address)
+    try:
+        return _score(files, settings, plan, run, progress)
+    finally:
+        if connected:
+            began = time.monotonic()
+            # Here, not in Ray's exit hook, which first sleeps 0.5 s for its logs to print.
+            ray.shutdown()
+            logger.info("Ray shut down in %.2f s", time.monotonic() - began)
+
+
+def _connect(address: str | None) -> bool:
+    """Whether this call connected (or started a local cluster): False if Ray already was."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    began = time.monotonic()
+    ray.init(address=address, include_dashboard=False, configure_logging=False)
+    logger.info("Ray cluster ready in %.2f s", time.monotonic() - began)
+    return True
+
+
+def _score(
+    files: Sequence[InputFile], settings: Settings, plan: Plan, run: Run, progress: Progress
+) -> Summary:
     out = Assembler(progress)
     planned = [(s, list(shards_of(s, plan, run))) for f in files if (s := out.start(f, run))]
     try:
@@ -80,7 +103,7 @@ def _answers(shards: Sequence[Shard], settings: Settings, plan: Plan, run: Run) 
         return iter(())
     import ray.data
 
-    ray.data.DataContext.get_current().execution_options.preserve_order = True
+    began = time.monotonic()
     items = [_item(shard) for shard in shards]
     dataset = ray.data.from_items(items, override_num_blocks=len(items))
     scored = dataset.map(
@@ -89,7 +112,33 @@ def _answers(shards: Sequence[Shard], settings: Settings, plan: Plan, run: Run) 
         compute=ray.data.ActorPoolStrategy(size=min(run.workers, len(items))),
         num_cpus=ACTOR_CPUS,
     )
-    return iter(scored.iter_rows())
+    _configure(scored.context)
+    logger.info("Ray dataset of %d shards set up in %.2f s", len(items), time.monotonic() - began)
+    return _timed(iter(scored.iter_rows()))
+
+
+def _configure(context: Any) -> None:
+    """This dataset's own DataContext (a copy: the caller's is left as it was)."""
+    context.execution_options.preserve_order = True  # answers in input order
+    # The command reports progress itself; Ray Data's bars, plan and stats cost the driver
+    # time on every scheduling step and only repeat it.
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+    context.enable_auto_log_stats = False
+
+
+def _timed(rows: Iterator[Any]) -> Iterator[Any]:
+    """``rows``, logging when the first answer came and when its actor had become ready."""
+    began, wall = time.monotonic(), time.time()
+    first = next(rows, None)
+    if first is None:
+        return
+    logger.info(
+        "Ray: the first actor ready after %.2f s, the first answer after %.2f s",
+        float(first["ready"]) - wall, time.monotonic() - began,
+    )  # fmt: skip
+    yield first
+    yield from rows
 
 
 class ShardScorer:
@@ -98,6 +147,7 @@ class ShardScorer:
     def __init__(self, settings: Settings, plan: Plan, run: Run) -> None:
         worker.preload(settings)
         self.scorer, self.run = Scorer(build_service(settings), plan), run
+        self.ready = time.time()  # wall clock: compared with the driver's, for the log only
 
     def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
         body = io.BytesIO()
@@ -106,7 +156,7 @@ class ShardScorer:
         return {
             "body": body.getvalue(), "records": result.n_records, "read": result.input_bytes,
             "errors": orjson.dumps(errors), "failed": result.failed,
-            "failure": result.failure or "",
+            "failure": result.failure or "", "ready": self.ready,
         }  # fmt: skip
 
 
