@@ -21,6 +21,7 @@ from smserve.algorithms.xgboost_model import SMALL_BATCH_ROWS
 from smserve.types import Batch
 
 Trainer = Callable[..., xgb.Booster]
+Served = Callable[[xgb.Booster], XGBoost]
 KEY = "approximate_contributions"
 ATOL = 2e-6  # float32 sums over a few trees of values of order 1
 
@@ -32,6 +33,19 @@ def rows() -> np.ndarray:
     x = rng.normal(size=(200, 4)).astype(np.float32)
     x[rng.random(x.shape) < 0.1] = np.nan
     return x
+
+
+@pytest.fixture
+def served(
+    save: Callable[..., Path], load_xgboost: Callable[..., XGBoost], tmp_path: Path
+) -> Served:
+    """``served(booster)``: the algorithm loaded from the booster saved into tmp_path."""
+
+    def serve(booster: xgb.Booster) -> XGBoost:
+        save(booster, tmp_path)
+        return load_xgboost(tmp_path)
+
+    return serve
 
 
 def _xgboost_approx(booster: xgb.Booster, x: object, iteration_range=(0, 0)) -> np.ndarray:
@@ -89,15 +103,10 @@ def test_only_the_trees_of_the_iteration_range_are_explained(
 
 
 def test_a_large_batch_through_the_algorithm_uses_it_and_sums_to_the_margin(
-    train: Trainer,
-    save: Callable[..., Path],
-    load_xgboost: Callable[..., XGBoost],
-    rows: np.ndarray,
-    tmp_path: Path,
+    train: Trainer, served: Served, rows: np.ndarray
 ) -> None:
     booster = train("multi:softprob", rounds=5)
-    save(booster, tmp_path)
-    algorithm = load_xgboost(tmp_path)
+    algorithm = served(booster)
     got = algorithm.predict(Batch(rows), (KEY,)).outputs[KEY]
     [member] = algorithm.members
     assert member.approximation is not None
@@ -109,15 +118,10 @@ def test_a_large_batch_through_the_algorithm_uses_it_and_sums_to_the_margin(
 
 
 def test_a_small_batch_gives_xgboosts_own_values_and_agrees_with_a_large_one(
-    train: Trainer,
-    save: Callable[..., Path],
-    load_xgboost: Callable[..., XGBoost],
-    rows: np.ndarray,
-    tmp_path: Path,
+    train: Trainer, served: Served, rows: np.ndarray
 ) -> None:
     booster = train("binary:logistic", rounds=5)
-    save(booster, tmp_path)
-    algorithm = load_xgboost(tmp_path)
+    algorithm = served(booster)
     small = algorithm.predict(Batch(rows[:3]), (KEY,)).outputs[KEY]
     np.testing.assert_array_equal(small, _xgboost_approx(booster, rows[:3]))
     large = algorithm.predict(Batch(rows), (KEY,)).outputs[KEY]
@@ -165,10 +169,8 @@ def test_a_model_over_the_size_bound_is_declined(
 
 def test_a_written_model_that_disagrees_is_not_used_and_the_algorithm_still_answers(
     train: Trainer,
-    save: Callable[..., Path],
-    load_xgboost: Callable[..., XGBoost],
+    served: Served,
     rows: np.ndarray,
-    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -180,8 +182,7 @@ def test_a_written_model_that_disagrees_is_not_used_and_the_algorithm_still_answ
 
     monkeypatch.setattr(xgboost_approximate, "_path_sums", credited_to_the_wrong_feature)
     booster = train("binary:logistic", rounds=5)
-    save(booster, tmp_path)
-    algorithm = load_xgboost(tmp_path)
+    algorithm = served(booster)
     with caplog.at_level(logging.WARNING):
         got = algorithm.predict(Batch(rows), (KEY,)).outputs[KEY]
     assert algorithm.members[0].approximation.get() is None  # type: ignore[union-attr]
