@@ -20,6 +20,7 @@ from gunicorn.http import errors as parse_errors
 from gunicorn.util import write_nonblock
 from gunicorn.workers.gthread import ThreadWorker
 
+from smserve.http import whole_body
 from smserve.media import JSON
 
 _STATUS_BY_ERROR: tuple[tuple[type[Exception], HTTPStatus], ...] = (
@@ -31,7 +32,12 @@ _STATUS_BY_ERROR: tuple[tuple[type[Exception], HTTPStatus], ...] = (
 
 
 class JsonErrorWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyped
-    """``ThreadWorker`` whose own error answers are JSON (its request handling is unchanged)."""
+    """``ThreadWorker`` whose own error answers are JSON, and whose Content-Length bodies are
+    read whole in one ``recv`` (``whole_body``)."""
+
+    def handle_request(self, req: Any, conn: Any) -> Any:
+        whole_body.install(req)
+        return super().handle_request(req, conn)
 
     def handle_error(self, req: Any, client: socket, addr: Any, exc: Exception) -> None:
         status = error_status(exc)
