@@ -3,6 +3,7 @@ in-process floor and the endpoint path, on one CSV file of N rows x 50 features.
 
     .venv/bin/python bench/score_files.py                 # 1,000,000 rows, 2 workers
     .venv/bin/python bench/score_files.py --rows 100000 --skip-ray --repeat 1
+    .venv/bin/python bench/score_files.py --repeat 2 --fixed-cost --ray-running
 
 * floor: `np.loadtxt` + `inplace_predict` + formatting, 6 MiB of lines at a time, one
   process per worker over its half of the file (model load excluded, so the floor is generous).
@@ -15,6 +16,8 @@ in-process floor and the endpoint path, on one CSV file of N rows x 50 features.
   what a job on an already running cluster (`--address`) would not pay.
 * endpoint: `smserve serve` with N workers and SAGEMAKER_BATCH=true, the file POSTed in 6 MiB
   mini-batches over N keep-alive connections, as Batch Transform does.
+* --fixed-cost (score_overhead.py): each engine on N and 2N rows, so that the marginal rate
+  and the fixed overhead are separate (Ray fresh, and with --ray-running on a running cluster).
 Peak RSS is the largest sum over the command's process tree, sampled every 0.1 s. Answers of
 score, ray and endpoint are checked to be byte-identical."""
 

@@ -33,6 +33,7 @@ PARTS = {
     "shutdown": r"Ray shut down in ([\d.]+) s",
 }
 COMMAND_TIME = r"records in ([\d.]+) s"
+TARGET = 0.6  # issue 14: the Ray engine >= 0.6x the local engine's rows/s
 
 
 @dataclass
@@ -64,7 +65,8 @@ def run(args: argparse.Namespace, data: Path) -> None:
     reference = score_files.digest(out / "reference" / "data.csv.out")
     fits = {"local": measure(args, [], data, two, reference)}
     if not args.skip_ray:
-        fits["ray, fresh cluster"] = measure(args, ["--engine", "ray"], data, two, reference)
+        fresh = ["--engine", "ray", "--address", "local"]  # never a cluster left running here
+        fits["ray, fresh cluster"] = measure(args, fresh, data, two, reference)
     if args.ray_running:
         with running_cluster(args.workers):
             extra = ["--engine", "ray", "--address", "auto"]
@@ -102,9 +104,19 @@ def report(fits: dict[str, Fit]) -> None:
             print(f"ray/local ({name}): whole command {fit.whole / local.whole:.2f}x, marginal "
                   f"{fit.marginal / local.marginal:.2f}x, fixed overhead {fit.overhead:.2f} s "
                   f"(local {local.overhead:.2f} s)")  # fmt: skip
+            print(f"    whole command >= {TARGET}x local from about {break_even(fit, local)}")
         else:
             print("local engine:")
         parts(fit)
+
+
+def break_even(ray: Fit, local: Fit) -> str:
+    """Rows at which Ray's whole command reaches TARGET x the local engine's rows/s, by the
+    two lines fitted (an extrapolation: each line is fitted on N and 2N rows only)."""
+    per_row = 1 / local.marginal - TARGET / ray.marginal
+    if per_row <= 0:
+        return "never (its marginal rate is under the target too)"
+    return f"{(TARGET * ray.overhead - local.overhead) / per_row:,.0f} rows (extrapolated)"
 
 
 def parts(fit: Fit) -> None:
