@@ -3,19 +3,30 @@ and Arrow IPC stream (each answered in its own format), the 1-row CSV request, a
 in-process numpy floor (np.loadtxt + predict + format) measured in the same run; plus the
 CSV decode alone, numpy path against the Arrow path. XGBoost: 100 trees, depth 6, 50
 features (``harness.build_xgboost``); and where the CSV request's time goes in-process
-(decode, predict, encode, and the whole service call, so HTTP's share is the rest). Prints
+(decode, predict, encode, and the whole service call, so HTTP's share is the rest), and the
+transport alone: the 4.6 MB CSV body sent with a content type no codec takes, answered 415
+after the whole body is read (client -> nginx -> gunicorn, no decode or predict). Prints
 timings and the target ratio (CSV -> CSV <= 0.6x the floor); asserts nothing.
 
+``--against <src>`` instead compares two trees on a shared machine: this one and another
+tree's ``src`` (a ``git archive`` copy, run with PYTHONPATH), both serving at once, in
+``--blocks`` alternated blocks of ``--repeat-large`` CSV -> CSV requests and 1-row requests,
+with the floor measured before each block; prints each tree's median of block p50s, its
+ratio to the median floor, and the 1-row p50.
+
     .venv/bin/python bench/columnar.py [--repeat-small 2000] [--repeat-large 20]
+    .venv/bin/python bench/columnar.py --against /tmp/prev/src [--blocks 10] [--repeat-large 20]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -74,11 +85,71 @@ def stages(model_dir: Path, body: bytes, repeat: int) -> None:
         print(f"  in-process CSV -> CSV {name:<21} p50 {harness.percentile(samples, 50):7.3f} ms")
 
 
+def transport(client: harness.Client, body: bytes, repeat: int) -> None:
+    """The big body read and refused (415) by the server: what HTTP costs before any decode."""
+    headers = {"Content-Type": "application/x-smserve-bench", "Accept": media.CSV}
+
+    def refused() -> None:
+        client.conn.request("POST", "/invocations", body=body, headers=headers)
+        response = client.conn.getresponse()
+        response.read()
+        if response.status != 415:
+            raise RuntimeError(f"HTTP {response.status}, expected 415")
+
+    samples = harness.timings_ms(refused, repeat, warmup=2)
+    print(f"  HTTP 4.58 MB body refused 415 (transport) {harness.summary(samples)}")
+
+
+def alternated(model_dir: Path, against: str, blocks: int, repeat: int, repeat_small: int) -> None:
+    """This tree and ``against`` serving at once, measured in alternated blocks (p50s)."""
+    floor = http_csv.xgboost_floor(model_dir)
+    large, small = harness.csv_body(harness.rows(10_000)), harness.csv_body(harness.rows(1))
+    trees: dict[str, dict[str, str]] = {
+        "this tree": {},
+        f"against {against}": {"PYTHONPATH": against},
+    }
+    big: dict[str, list[float]] = {name: [] for name in trees}
+    one: dict[str, list[float]] = {name: [] for name in trees}
+    floors: list[float] = []
+    with contextlib.ExitStack() as stack:
+        posts = {
+            name: harness.Client(stack.enter_context(harness.server(model_dir, 1, **env))).post
+            for name, env in trees.items()
+        }
+        for block in range(blocks):
+            floors.append(_p50(lambda: floor(large), max(5, repeat // 2), 2))
+            for name in list(trees) if block % 2 == 0 else list(trees)[::-1]:
+                post = posts[name]
+                big[name].append(_p50(lambda p=post: p(large, media.CSV, media.CSV), repeat, 2))
+                one[name].append(
+                    _p50(lambda p=post: p(small, media.CSV, media.CSV), repeat_small, 20)
+                )
+    floor_ms = statistics.median(floors)
+    print(f"  floor 10k x 50 (numpy), median of {blocks} block p50s: {floor_ms:.2f} ms")
+    for name in trees:
+        ms = statistics.median(big[name])
+        print(
+            f"  {name}: HTTP CSV -> CSV {ms:.2f} ms = {ms / floor_ms:.2f}x floor (target <= 0.6x), "
+            f"blocks {' '.join(f'{x:.1f}' for x in big[name])}; "
+            f"1 row p50 {statistics.median(one[name]):.3f} ms"
+        )
+
+
+def _p50(call: Callable[[], object], repeat: int, warmup: int) -> float:
+    return harness.percentile(harness.timings_ms(call, repeat, warmup), 50)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat-small", type=int, default=2000)
     parser.add_argument("--repeat-large", type=int, default=20)
+    parser.add_argument("--against", help="another tree's src directory, compared alternately")
+    parser.add_argument("--blocks", type=int, default=10)
     args = parser.parse_args()
+    if args.against is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            alternated(Path(tmp), args.against, args.blocks, args.repeat_large, args.repeat_small)
+        return
     large, small = bodies(harness.rows(10_000)), harness.csv_body(harness.rows(1))
     with tempfile.TemporaryDirectory() as tmp:
         floor = http_csv.xgboost_floor(Path(tmp))
@@ -103,6 +174,7 @@ def main() -> None:
                 )
                 if content_type == media.CSV:
                     csv_ratio = ratio
+            transport(harness.Client(port), large[media.CSV], args.repeat_large)
         print(f"  CSV -> CSV 10k x 50 / numpy floor (means): {csv_ratio:.2f}x   (target <= 0.6x)")
 
 
