@@ -104,11 +104,14 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _start(settings: Settings, demo_kind: str | None) -> int:
-    # Imported here, after the thread caps are in the environment: both load numpy.
-    from smserve import demo
+    # Imported here, after the thread caps are in the environment: both load numpy. The demo
+    # module only for --demo: it imports scikit-learn (0.9 s, and pandas), which every worker
+    # would inherit.
     from smserve.http import server
 
     if demo_kind is not None:
+        from smserve import demo
+
         settings = settings.replace(
             model_dir=demo.model_dir(demo_kind, settings), algorithm=demo_kind
         )

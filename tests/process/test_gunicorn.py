@@ -22,6 +22,7 @@ from tests.process.servers import (
     SMSERVE,
     Server,
     free_port,
+    ping,
     run_cli,
     running_server,
     server_env,
@@ -205,6 +206,36 @@ def test_demo_trains_caches_and_serves(tmp_path: Path, kind: str, output: str) -
     assert response.status == 200
     assert output in predictions[0]
     assert (tmp_path / "cache" / f"demo-{kind}").is_dir()
+
+
+def _process_tree(root: int) -> list[int]:
+    """``root`` and every process below it (Linux /proc)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    tree, grew = {root}, True
+    while grew:
+        below = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= below
+        grew = bool(below)
+    return sorted(tree)
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")
+def test_serving_processes_load_neither_sklearn_nor_pandas(server: Server) -> None:
+    assert ping(server) == 200
+    mapped = {
+        pid: Path(f"/proc/{pid}/maps").read_text() for pid in _process_tree(server.process.pid)
+    }
+    xgboost_workers = [pid for pid, maps in mapped.items() if "libxgboost" in maps]
+    assert xgboost_workers  # the workers predict with XGBoost...
+    for pid, maps in mapped.items():  # ...and no process maps scikit-learn or pandas
+        assert "/sklearn/" not in maps, pid
+        assert "/pandas/" not in maps, pid
 
 
 def test_stock_boto3_invoke_endpoint(server: Server) -> None:

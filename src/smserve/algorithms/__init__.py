@@ -21,12 +21,23 @@ __all__ = ["Algorithm", "detect_algorithm", "load_algorithm"]
 Loader = Callable[[Settings, Path], Algorithm]
 
 
-def _loaders() -> Mapping[str, Loader]:
-    # Imported here so a k-means deployment never imports XGBoost, and the reverse.
+def _load_kmeans(settings: Settings, model_dir: Path) -> Algorithm:
     from smserve.algorithms.kmeans import KMeans
+
+    return KMeans.load(settings, model_dir)
+
+
+def _load_xgboost(settings: Settings, model_dir: Path) -> Algorithm:
+    from smserve.algorithms.xgboost_import import import_lean
+
+    import_lean()
     from smserve.algorithms.xgboost import XGBoost
 
-    return {KMeans.name: KMeans.load, XGBoost.name: XGBoost.load}
+    return XGBoost.load(settings, model_dir)
+
+
+# Each loader imports its own module, so a k-means deployment never imports XGBoost.
+LOADERS: Mapping[str, Loader] = {"kmeans": _load_kmeans, "xgboost": _load_xgboost}
 
 
 def load_algorithm(settings: Settings, model_dir: Path | None = None) -> Algorithm:
@@ -37,7 +48,7 @@ def load_algorithm(settings: Settings, model_dir: Path | None = None) -> Algorit
     directory = settings.model_dir if model_dir is None else model_dir
     with opened_model_dir(directory, settings.max_model_unpacked_bytes) as files_dir:
         name = settings.algorithm or detect_algorithm(files_dir)
-        return _loaders()[name](settings, files_dir)
+        return LOADERS[name](settings, files_dir)
 
 
 def detect_algorithm(model_dir: Path) -> str:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import io
 import signal
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
+from smserve.algorithms.xgboost_import import import_lean
 from smserve.config import Settings
 from smserve.errors import ClientError, ServingError, StartupError
 from smserve.scoring.options import Plan, Run
@@ -23,10 +23,6 @@ from smserve.scoring.s3 import S3Object
 from smserve.scoring.scorer import RecordError, Scorer, build_service
 from smserve.scoring.shards import Shard
 from smserve.scoring.split import chunks
-
-# XGBoost imports scikit-learn and pandas, when installed, for its wrappers of them: 0.9 of
-# its 1.35 s import and 130 MB per process here. A scorer uses neither (see ``_lean_xgboost``).
-UNUSED_BY_XGBOOST = ("sklearn", "pandas")
 
 _STATE: dict[str, tuple[Scorer, Run] | Exception] = {}
 
@@ -47,7 +43,7 @@ class ShardResult:
 def preload(settings: Settings) -> None:
     """Imports done once in the parent before it forks the workers."""
     if settings.algorithm != "kmeans":
-        _lean_xgboost()
+        import_lean()
 
 
 def initialize(settings: Settings, plan: Plan, run: Run) -> None:
@@ -112,22 +108,6 @@ def _opened(shard: Shard) -> Iterator[BinaryIO]:
                 return
             file.seek(shard.start)  # at most SHARD_MINI_BATCHES mini-batches held
             yield io.BytesIO(file.read(shard.stop - shard.start))
-
-
-def _lean_xgboost() -> None:
-    """Import XGBoost with scikit-learn and pandas hidden, so it skips their wrappers; they
-    stay importable afterwards (``sys.modules[name] = None`` makes an import fail)."""
-    hidden = [name for name in UNUSED_BY_XGBOOST if name not in sys.modules]
-    for name in hidden:
-        sys.modules[name] = None  # type: ignore[assignment]
-    try:
-        import xgboost  # noqa: F401
-    except ImportError:
-        pass  # a k-means-only installation; load_algorithm says so if it matters
-    finally:
-        for name in hidden:
-            if sys.modules.get(name, False) is None:
-                del sys.modules[name]
 
 
 def _loaded() -> tuple[Scorer, Run]:
