@@ -14,7 +14,7 @@ import pytest
 import scipy.sparse as sp
 import xgboost as xgb
 
-from smserve.algorithms import xgboost_approximate
+from smserve.algorithms import xgboost_approximate, xgboost_vector_leaf
 from smserve.algorithms.xgboost import XGBoost
 from smserve.algorithms.xgboost_approximate import ApproximateExplainer, LazyApproximation
 from smserve.algorithms.xgboost_model import SMALL_BATCH_ROWS
@@ -174,13 +174,13 @@ def test_a_written_model_that_disagrees_is_not_used_and_the_algorithm_still_answ
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    real = xgboost_approximate._path_sums
+    real = xgboost_vector_leaf.path_sums
 
     def credited_to_the_wrong_feature(tree, n_features):  # type: ignore[no-untyped-def]
         sums, leaves = real(tree, n_features)
         return np.roll(sums, 1, axis=1), leaves
 
-    monkeypatch.setattr(xgboost_approximate, "_path_sums", credited_to_the_wrong_feature)
+    monkeypatch.setattr(xgboost_vector_leaf, "path_sums", credited_to_the_wrong_feature)
     booster = train("binary:logistic", rounds=5)
     algorithm = served(booster)
     with caplog.at_level(logging.WARNING):
