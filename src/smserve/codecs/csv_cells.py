@@ -48,39 +48,58 @@ def token_cells(array: np.ndarray, quoted: bool) -> list[bytes]:
 
 def vector_cells(array: np.ndarray) -> list[Cell]:
     """``cells(array, quoted=False)`` for a float output of shape (n, ...): one orjson call
-    writes the whole matrix and each row is a view of that text between its brackets (found
-    by one numpy comparison); the rows holding a value orjson writes unlike ``repr`` are
-    written again with those values marked and then replaced by their ``repr``."""
-    rows = np.ascontiguousarray(array, dtype=np.float64).reshape(len(array), -1)
-    result = _row_views(orjson.dumps(rows, option=orjson.OPT_SERIALIZE_NUMPY))
+    writes the whole matrix, with every value it writes unlike ``repr`` replaced by a mark,
+    and each row is a view of that text between its brackets. The rows holding a mark are
+    then joined, split at the marks once, given those values' ``repr`` and split again."""
+    rows = np.array(array, dtype=np.float64, order="C").reshape(len(array), -1)  # a copy
     odd = _unlike_repr(rows)
     patched = np.flatnonzero(odd.any(axis=1))
-    if patched.size:
-        fixed = _marked_rows(rows[patched], odd[patched])
-        for row, cell in zip(patched.tolist(), fixed, strict=True):  # odd rows only
-            result[row] = cell
+    if not patched.size:
+        return _row_views(orjson.dumps(rows, option=orjson.OPT_SERIALIZE_NUMPY))
+    if (rows[patched] == _MARK).any():  # the mark would not be found exactly
+        return _without_mark(rows, patched)
+    values = [repr(value).encode() for value in rows[odd].tolist()]
+    np.putmask(rows, odd, _MARK)
+    result = _row_views(orjson.dumps(rows, option=orjson.OPT_SERIALIZE_NUMPY))
+    marked = patched.tolist()
+    for row, cell in zip(marked, _spliced([result[row] for row in marked], values), strict=True):
+        result[row] = cell
     return result
 
 
 def _row_views(text: bytes) -> list[Cell]:
-    """The rows of orjson's 2-D array text ``[[a,b],[c,d]]`` as views: ``a,b`` and ``c,d``."""
-    ends = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == _CLOSE)[:-1]
-    starts = np.empty_like(ends)
-    starts[0], starts[1:] = 2, ends[:-1] + 3  # past "[[", then past "],["
-    view = memoryview(text)
-    return list(map(view.__getitem__, map(slice, starts.tolist(), ends.tolist())))
+    """The rows of orjson's 2-D array text ``[[a,b],[c,d]]`` as views: ``a,b`` and ``c,d``.
+    A number's text holds no ``]``, so each row ends at the next one (found by memchr)."""
+    view, find = memoryview(text), text.find
+    rows: list[Cell] = []
+    start, last = 2, len(text) - 2  # past "[["; the last row ends at the final "]]"
+    end = find(b"]", start)
+    while end < last:
+        rows.append(view[start:end])
+        start = end + 3  # past "],["
+        end = find(b"]", start)
+    rows.append(view[start:end])
+    return rows
 
 
-def _marked_rows(rows: npt.NDArray[np.float64], odd: npt.NDArray[np.bool_]) -> list[Cell]:
-    """Cells for ``rows`` whose values at ``odd`` orjson writes unlike ``repr``."""
-    if (rows == _MARK).any():  # the mark would not be found exactly: the reference path
-        return list(token_cells(rows, quoted=False))
-    marked = np.where(odd, _MARK, rows)
-    pieces = orjson.dumps(marked, option=orjson.OPT_SERIALIZE_NUMPY).split(_MARK_TEXT)
+def _spliced(cells: list[Cell], values: list[bytes]) -> list[bytes]:
+    """``cells`` with their marks, in order, replaced by ``values``."""
+    pieces = b"\n".join(cells).split(_MARK_TEXT)
+    assert len(pieces) == len(values) + 1, "every mark is one replaced value"
     spliced: list[bytes] = [b""] * (2 * len(pieces) - 1)
     spliced[0::2] = pieces
-    spliced[1::2] = [repr(value).encode() for value in rows[odd].tolist()]
-    return _row_views(b"".join(spliced))
+    spliced[1::2] = values
+    return b"".join(spliced).split(b"\n")
+
+
+def _without_mark(rows: npt.NDArray[np.float64], patched: npt.NDArray[np.intp]) -> list[Cell]:
+    """The rows at ``patched``, one of which holds the mark's value, through the per-token
+    writer; the others as views of one orjson text."""
+    result = _row_views(orjson.dumps(rows, option=orjson.OPT_SERIALIZE_NUMPY))
+    fixed = token_cells(rows[patched], quoted=False)
+    for row, cell in zip(patched.tolist(), fixed, strict=True):
+        result[row] = cell
+    return result
 
 
 def _unlike_repr(values: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
