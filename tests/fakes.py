@@ -73,6 +73,7 @@ class FakeCsvCodec:
     """text/csv: comma-separated floats in, one score per line out."""
 
     media_type = CSV
+    chunked = False
     parameters: Mapping[str, frozenset[str] | None] = TEXT_PARAMETERS
 
     def __init__(self) -> None:
@@ -94,6 +95,7 @@ class FakeJsonCodec:
     """application/json: ``{"instances": [[...], ...]}`` in, ``{"predictions": [...]}`` out."""
 
     media_type = JSON
+    chunked = False
     parameters: Mapping[str, frozenset[str] | None] = {}
 
     def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:

@@ -3,7 +3,8 @@
 Negotiation (Content-Type and Accept) is decided before any decode or predict, so a 415 or
 406 never costs a prediction, nor does a malformed or unknown ``outputs`` custom attribute (the
 request's output selection, see ``custom_attributes``). Every decoded batch passes
-``check_finite`` (no infinities)."""
+``check_finite`` (no infinities). A large, wide answer written as text is predicted and
+written in overlapping row chunks (``overlap``); the body is the same."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from dataclasses import dataclass
 
 from smserve.algorithms.base import Algorithm, SelectableOutputs
 from smserve.codecs import CodecRegistry
-from smserve.codecs.base import DecodeContext
+from smserve.codecs.base import DecodeContext, Encoder
 from smserve.codecs.finite import check_finite
 from smserve.config import Settings
 from smserve.custom_attributes import check_outputs, requested_outputs
 from smserve.errors import ConfigError
 from smserve.media import canonical
+from smserve.overlap import PROCESS_OVERLAP, Overlap
 from smserve.types import Batch, Prediction
 
 
@@ -33,13 +35,20 @@ class Reply:
 class InferenceService:
     """One algorithm behind the codec registry; shared by every request of a worker."""
 
-    def __init__(self, algorithm: Algorithm, registry: CodecRegistry, settings: Settings) -> None:
+    def __init__(
+        self,
+        algorithm: Algorithm,
+        registry: CodecRegistry,
+        settings: Settings,
+        overlap: Overlap = PROCESS_OVERLAP,
+    ) -> None:
         self.algorithm = algorithm
         self.context = DecodeContext(algorithm.feature_names)  # what decoders may know of it
         self.registry = registry
         self.default_accept = _default_accept(settings, algorithm, registry)
         # Checked once: a runtime Protocol check costs microseconds per request.
         self.selectable = algorithm if isinstance(algorithm, SelectableOutputs) else None
+        self.overlap = overlap
 
     def invoke(
         self,
@@ -61,8 +70,14 @@ class InferenceService:
             return None
         batch = decoder.decode(body, media, self.context)
         check_finite(batch, decoder.media_type)
-        prediction = self.predict(batch, outputs)
-        return Reply(encoder.encode(prediction), encoder.media_type, self.applied(outputs))
+        body = self.answer(batch, outputs, encoder)
+        return Reply(body, encoder.media_type, self.applied(outputs))
+
+    def answer(self, batch: Batch, outputs: tuple[str, ...] | None, encoder: Encoder) -> bytes:
+        """The encoded prediction; ``outputs`` checked (``requested``), None: the endpoint's."""
+        if not (encoder.chunked and self.wide(outputs)):
+            return encoder.encode(self.predict(batch, outputs))
+        return self.overlap.answer(batch, lambda rows: self.predict(rows, outputs), encoder.encode)
 
     def requested(self, attributes: str | None) -> tuple[str, ...] | None:
         """The outputs ``attributes`` selects (None: the endpoint's); raises InvalidInput."""
@@ -81,6 +96,13 @@ class InferenceService:
         if self.selectable is None:
             return None
         return self.selectable.default_outputs if outputs is None else outputs
+
+    def wide(self, outputs: tuple[str, ...] | None) -> bool:
+        """Whether the answer holds one value per feature per row (an explanation)."""
+        if self.selectable is None:
+            return False
+        keys = self.selectable.default_outputs if outputs is None else outputs
+        return not self.selectable.wide_outputs.isdisjoint(keys)
 
     def predict(self, batch: Batch, outputs: tuple[str, ...] | None = None) -> Prediction:
         """``outputs`` must have been checked (``requested``); None: the endpoint's."""

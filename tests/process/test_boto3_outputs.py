@@ -32,11 +32,13 @@ def served(
         yield server.port, booster
 
 
-def _invoke(port: int, features: np.ndarray, **extra: Any) -> dict[str, Any]:
+def _invoke(
+    port: int, features: np.ndarray, accept: str = "application/json", **extra: Any
+) -> dict[str, Any]:
     client = sdk.stock_runtime_client()
     body = "\n".join(",".join(repr(float(v)) for v in row) for row in features)
     answer: dict[str, Any] = client.invoke_endpoint(
-        EndpointName="my-xgb", Body=body, ContentType="text/csv", Accept="application/json", **extra
+        EndpointName="my-xgb", Body=body, ContentType="text/csv", Accept=accept, **extra
     )
     return answer
 
@@ -74,3 +76,28 @@ def test_unknown_outputs_are_a_client_error_naming_the_valid_keys(
     assert error["ResponseMetadata"]["HTTPStatusCode"] == 400
     assert "unknown outputs: shap" in error["Error"]["Message"]
     assert "contributions, approximate_contributions" in error["Error"]["Message"]
+
+
+def test_a_large_explanation_has_the_same_numbers_in_every_format(
+    served: tuple[int, xgb.Booster], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """5,000 rows: CSV and JSON Lines are predicted and written in overlapping chunks by the
+    worker (``overlap``), JSON in one piece; the numbers agree to the bit."""
+    sdk.use_stock_aws_env(monkeypatch, tmp_path, served[0])
+    features = sdk.xgb_features(n=5000, seed=24)
+    attributes = "outputs=approximate_contributions"
+
+    def values(accept: str) -> bytes:
+        data: bytes = _invoke(served[0], features, accept, CustomAttributes=attributes)[
+            "Body"
+        ].read()
+        return data
+
+    rows = json.loads(values("application/json"))["predictions"]
+    expected = np.array([row["approximate_contributions"] for row in rows], dtype=np.float64)
+    csv = [line.split(b",") for line in values("text/csv").splitlines()]
+    lines = [json.loads(line) for line in values("application/jsonlines").splitlines()]
+    jsonl = np.array([line["approximate_contributions"] for line in lines], dtype=np.float64)
+    expected = expected.reshape(len(features), -1)
+    assert np.array_equal(np.array(csv, dtype=np.float64), expected)
+    assert np.array_equal(jsonl.reshape(len(features), -1), expected)

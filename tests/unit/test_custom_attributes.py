@@ -45,6 +45,10 @@ class SelectableEcho:
     def default_outputs(self) -> tuple[str, ...]:
         return ("score",)
 
+    @property
+    def wide_outputs(self) -> frozenset[str]:
+        return frozenset()
+
     def predict(self, batch: Batch, outputs: tuple[str, ...] | None = None) -> Prediction:
         self.calls.append(outputs)
         score = np.asarray(batch.features.sum(axis=1)).ravel()

@@ -79,6 +79,12 @@ class SelectableOutputs(Protocol):
         """The endpoint's keys: SAGEMAKER_INFERENCE_OUTPUT's, else the algorithm's default."""
         ...
 
+    @property
+    def wide_outputs(self) -> frozenset[str]:
+        """The keys of ``output_keys`` with one value per feature per row (explanations):
+        answers that cost about as much to write as text as to predict."""
+        ...
+
     def predict(self, batch: Batch, outputs: tuple[str, ...] | None = None) -> Prediction:
         """``outputs`` (distinct keys of ``output_keys``, in order), or the default ones."""
         ...

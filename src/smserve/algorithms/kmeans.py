@@ -28,6 +28,7 @@ from smserve.types import Batch, FloatArray, Locate, Prediction
 Float64Array = npt.NDArray[np.float64]
 OUTPUT_KEYS = ("closest_cluster", "distance_to_cluster", "contributions")
 DEFAULT_OUTPUTS = OUTPUT_KEYS[:2]
+WIDE_OUTPUTS = frozenset(OUTPUT_KEYS[2:])  # one value per feature
 
 
 class KMeans:
@@ -85,6 +86,10 @@ class KMeans:
     @property
     def default_outputs(self) -> tuple[str, ...]:
         return self.outputs
+
+    @property
+    def wide_outputs(self) -> frozenset[str]:
+        return WIDE_OUTPUTS
 
     def predict(self, batch: Batch, outputs: tuple[str, ...] | None = None) -> Prediction:
         """Closest centroid per row: the endpoint's outputs, or ``outputs`` (keys of

@@ -48,6 +48,7 @@ logger = logging.getLogger(__name__)
 MODEL_NAME = "xgboost-model"
 VOTED = {"multi:softmax", "binary:hinge"}  # labels, so an ensemble votes instead of averaging
 DEFAULT_OUTPUTS = ("score",)
+WIDE_OUTPUTS = frozenset(EXPLANATIONS)  # one value per feature (and class)
 PLAN_CACHE_SIZE = 64  # distinct per-request key lists remembered (emptied when full)
 
 
@@ -124,6 +125,10 @@ class XGBoost:
     @property
     def default_outputs(self) -> tuple[str, ...]:
         return self.output.keys
+
+    @property
+    def wide_outputs(self) -> frozenset[str]:
+        return WIDE_OUTPUTS
 
     def predict(self, batch: Batch, outputs: tuple[str, ...] | None = None) -> Prediction:
         """The endpoint's outputs (``score`` of shape (n,) or (n, k), float32, by default), or

@@ -30,6 +30,7 @@ class ArrowCodec:
     def __init__(self, file: bool = False) -> None:
         self.file = file
         self.media_type = ARROW_FILE if file else ARROW_STREAM
+        self.chunked = False  # one stream or file
 
     def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:
         return batch_from_table(self.read(body), self.media_type, context)

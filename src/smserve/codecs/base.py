@@ -53,8 +53,13 @@ class Decoder(Protocol):
 
 @runtime_checkable
 class Encoder(Protocol):
-    """Encodes one media type; the response Content-Type is exactly ``media_type``."""
+    """Encodes one media type; the response Content-Type is exactly ``media_type``.
+
+    ``chunked``: encoding consecutive row chunks and joining the bodies gives exactly the whole
+    answer's body, and writing costs about as much per value as predicting (text), so the
+    service may overlap the two for wide answers (``overlap``)."""
 
     media_type: str
+    chunked: bool
 
     def encode(self, prediction: Prediction) -> bytes: ...

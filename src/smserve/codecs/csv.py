@@ -56,6 +56,7 @@ class CsvCodec:
     """
 
     media_type = CSV
+    chunked = True  # lines
     parameters: Mapping[str, frozenset[str] | None] = {
         **TEXT_PARAMETERS,
         "label_size": frozenset({"0", "1"}),

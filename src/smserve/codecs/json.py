@@ -42,6 +42,7 @@ class JsonCodec:
     """
 
     media_type = JSON
+    chunked = False  # one document
     parameters = TEXT_PARAMETERS
 
     def __init__(self, one_per_line: bool = False) -> None:

@@ -32,6 +32,7 @@ class JsonLinesCodec:
     """
 
     media_type = JSONLINES
+    chunked = True  # lines
     parameters = TEXT_PARAMETERS
 
     def __init__(self, records_per_line: bool = False) -> None:

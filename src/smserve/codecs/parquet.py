@@ -25,6 +25,7 @@ class ParquetCodec:
     """Decodes and encodes ``application/x-parquet``; it takes no parameters."""
 
     media_type = PARQUET
+    chunked = False  # one file
     parameters: Mapping[str, frozenset[str] | None] = MappingProxyType({})
 
     def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:

@@ -43,6 +43,7 @@ class RecordioCodec:
     """Decoder and encoder for ``application/x-recordio-protobuf``; it takes no parameters."""
 
     media_type = media.RECORDIO
+    chunked = False  # records join, but are written at memory speed: nothing to overlap
     parameters: Mapping[str, frozenset[str] | None] = MappingProxyType({})
 
     def decode(

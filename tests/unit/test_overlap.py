@@ -1,0 +1,159 @@
+"""Predicting and writing in overlapping row chunks (``overlap``): the same bytes and the same
+errors as one prediction written at once, with real models and codecs; and the service asks
+for it only for wide answers in formats whose chunks join."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from smserve.algorithms import load_algorithm
+from smserve.codecs import default_registry
+from smserve.codecs.base import Encoder
+from smserve.codecs.csv import CsvCodec
+from smserve.codecs.json import JsonCodec
+from smserve.codecs.jsonlines import JsonLinesCodec
+from smserve.config import Settings
+from smserve.errors import InvalidInput, PredictionError
+from smserve.overlap import CHUNKS, MIN_ROWS, Overlap, row_chunks
+from smserve.service import InferenceService
+from smserve.types import Batch, Prediction
+
+ROWS = MIN_ROWS + 1003  # chunks one row apart in size
+
+
+def service_for(model_dir: Path, overlap: Overlap | None = None) -> InferenceService:
+    settings = Settings(model_dir=model_dir, workers=1)
+    algorithm = load_algorithm(settings)
+    return InferenceService(algorithm, default_registry(settings), settings, overlap or Overlap())
+
+
+def features(n_columns: int, seed: int = 3) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    rows = rng.normal(scale=8, size=(ROWS, n_columns)).astype(np.float32)
+    rows[rng.random(rows.shape) < 0.05] = 0.0
+    return rows
+
+
+@pytest.mark.parametrize("encoder", [CsvCodec(), JsonLinesCodec()], ids=["csv", "jsonlines"])
+@pytest.mark.parametrize(
+    "outputs", [("approximate_contributions",), ("score", "contributions")], ids=["approx", "exact"]
+)
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+def test_xgboost_answers_are_the_bytes_of_one_prediction(
+    xgb_multiclass_dir: Path, encoder: Encoder, outputs: tuple[str, ...], sparse: bool
+) -> None:
+    service = service_for(xgb_multiclass_dir)
+    rows = features(4)
+    rows[::7, 1] = np.nan
+    batch = Batch(sp.csr_matrix(rows) if sparse else rows)
+    whole = encoder.encode(service.predict(batch, outputs))
+    assert service.answer(batch, outputs, encoder) == whole
+
+
+@pytest.mark.parametrize("encoder", [CsvCodec(), JsonLinesCodec()], ids=["csv", "jsonlines"])
+def test_kmeans_answers_are_the_bytes_of_one_prediction(
+    kmeans_model_dir: Path, encoder: Encoder
+) -> None:
+    service = service_for(kmeans_model_dir)
+    batch = Batch(features(4))
+    outputs = ("closest_cluster", "contributions")
+    assert service.answer(batch, outputs, encoder) == encoder.encode(
+        service.predict(batch, outputs)
+    )
+
+
+def test_an_error_in_a_later_chunk_names_its_place_in_the_whole_body(
+    kmeans_model_dir: Path,
+) -> None:
+    service = service_for(kmeans_model_dir)
+    rows = features(4)
+    rows[ROWS - 2, 3] = np.nan  # in the last chunk
+    batch = Batch(rows)
+    with pytest.raises(InvalidInput) as whole:
+        service.predict(batch, ("contributions",))
+    with pytest.raises(InvalidInput) as chunked:
+        service.answer(batch, ("contributions",), CsvCodec())
+    assert f"row {ROWS - 1}, column 4" in str(chunked.value)
+    assert str(chunked.value) == str(whole.value)
+
+
+def test_row_chunks_are_equal_consecutive_slices() -> None:
+    rows = np.arange(ROWS * 2, dtype=np.float32).reshape(ROWS, 2)
+    chunks = row_chunks(Batch(rows), CHUNKS)
+    sizes = [chunk.n_rows for chunk in chunks]
+    assert len(chunks) == CHUNKS
+    assert max(sizes) - min(sizes) <= 1
+    assert np.array_equal(np.concatenate([chunk.features for chunk in chunks]), rows)
+
+
+class Recorder:
+    """A predict function that records the rows it was asked for and can fail on one call."""
+
+    def __init__(self, fail_on: int | None = None) -> None:
+        self.sizes: list[int] = []
+        self.fail_on = fail_on
+        self.lock = threading.Lock()
+
+    def __call__(self, batch: Batch) -> Prediction:
+        with self.lock:
+            self.sizes.append(batch.n_rows)
+            call = len(self.sizes)
+        if call == self.fail_on:
+            raise PredictionError("the model failed on this chunk")
+        return Prediction({"c": np.asarray(batch.features)}, columns=("c",))
+
+
+def test_a_failing_chunk_raises_and_leaves_the_helper_ready() -> None:
+    overlap, batch = Overlap(), Batch(np.ones((ROWS, 3), dtype=np.float32))
+    failing = Recorder(fail_on=3)
+    with pytest.raises(PredictionError):
+        overlap.answer(batch, failing, CsvCodec().encode)
+    assert len(failing.sizes) in (3, 4)  # the chunk after the failed one may have started
+    working = Recorder()
+    assert overlap.answer(batch, working, CsvCodec().encode) == b"1.0,1.0,1.0\n" * ROWS
+    assert len(working.sizes) == CHUNKS
+
+
+def test_small_batches_and_a_busy_helper_predict_once() -> None:
+    overlap = Overlap()
+    small = Recorder()
+    overlap.answer(Batch(np.ones((MIN_ROWS - 1, 3), dtype=np.float32)), small, CsvCodec().encode)
+    assert small.sizes == [MIN_ROWS - 1]
+    busy = Recorder()
+    with overlap._busy:  # another request's overlap in progress
+        overlap.answer(Batch(np.ones((ROWS, 3), dtype=np.float32)), busy, CsvCodec().encode)
+    assert busy.sizes == [ROWS]
+
+
+class CountingOverlap(Overlap):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def answer(self, *args: object, **kwargs: object) -> bytes:
+        self.calls += 1
+        return super().answer(*args, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("outputs", "encoder", "overlaps"),
+    [
+        (("approximate_contributions",), CsvCodec(), True),
+        (("score", "contributions"), JsonLinesCodec(), True),
+        (("approximate_contributions",), JsonCodec(), False),  # one document: no chunks
+        (("score",), CsvCodec(), False),  # narrow: nothing to hide
+        (None, CsvCodec(), False),  # the endpoint's default, score
+    ],
+)
+def test_the_service_overlaps_wide_answers_in_chunked_formats(
+    xgb_binary_dir: Path, outputs: tuple[str, ...] | None, encoder: Encoder, overlaps: bool
+) -> None:
+    overlap = CountingOverlap()
+    service = service_for(xgb_binary_dir, overlap)
+    service.answer(Batch(features(4)), outputs, encoder)
+    assert overlap.calls == int(overlaps)
