@@ -11,11 +11,18 @@ time goes.
 
     .venv/bin/python bench/http_explain.py [--repeat-small 1000] [--repeat-large 10]
         [--frontend auto|nginx|gunicorn]   (SMSERVE_FRONTEND for the server)
+
+``--against <src>`` instead compares two trees on a shared machine: a server of this tree and
+one of ``<src>`` (``PYTHONPATH``) run at once and are asked in turn, plain and approximate
+10,000-row CSV -> CSV requests, and each tree's ratio of medians and of means is printed.
+
+    .venv/bin/python bench/http_explain.py --against /tmp/prev/src [--repeat-large 60]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import tempfile
@@ -108,15 +115,50 @@ def _p50(call: Callable[[], object], repeat: int) -> float:
     return harness.percentile(harness.timings_ms(call, repeat, 2), 50)
 
 
+def alternated(model_dir: Path, against: str, repeat: int, frontend: str) -> None:
+    """This tree and ``against`` serving at once, their requests taken in turn."""
+    trees = {"this tree": {}, f"against {against}": {"PYTHONPATH": against}}
+    body, keys = harness.csv_body(harness.rows(10_000)), KEYS[:2]
+    with contextlib.ExitStack() as stack:
+        clients = {
+            name: harness.Client(
+                stack.enter_context(harness.server(model_dir, 1, SMSERVE_FRONTEND=frontend, **env))
+            )
+            for name, env in trees.items()
+        }
+        samples: dict[tuple[str, str | None], list[float]] = {
+            (name, key): [] for name in clients for key in keys
+        }
+        for round_ in range(repeat + 10):  # the first 10 rounds warm up
+            for (name, key), values in samples.items():
+                client = clients[name]
+                values += harness.timings_ms(lambda c=client, k=key: post(c, body, CSV, k), 1, 0)
+                if round_ < 10:
+                    values.clear()
+    for name in clients:
+        plain, approx = (samples[(name, key)] for key in keys)
+        medians = statistics.median(approx) / statistics.median(plain)
+        means = statistics.fmean(approx) / statistics.fmean(plain)
+        print(
+            f"  {name}: plain median {statistics.median(plain):.1f} ms, approximate "
+            f"{statistics.median(approx):.1f} ms: ratio of medians {medians:.2f}x, "
+            f"of means {means:.2f}x"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat-small", type=int, default=1000)
     parser.add_argument("--repeat-large", type=int, default=10)
     parser.add_argument("--frontend", default="auto")
+    parser.add_argument("--against", help="another tree's src directory, compared alternately")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = Path(tmp, "xgb")
         harness.build_xgboost(model_dir)
+        if args.against is not None:
+            alternated(model_dir, args.against, args.repeat_large, args.frontend)
+            return
         stages(model_dir, max(10, args.repeat_large))
         with harness.server(model_dir, workers=1, SMSERVE_FRONTEND=args.frontend) as port:
             client = harness.Client(port)
