@@ -17,10 +17,11 @@ messages (``Batch.locate``).
 
 The helper holds the GIL only between XGBoost's calls, but it must win it back from a caller
 busy writing text: CPython hands it over only after the switch interval (5 ms by default), a
-chunk's whole encode. The first overlap in a process lowers that interval to
-``SWITCH_INTERVAL_S``; it only matters where threads contend. One helper per process: a
-second request arriving while it is busy (gthread workers) writes its answer after predicting
-it, as without an overlap, rather than queueing behind the first.
+chunk's whole encode. An overlap lowers that interval to ``SWITCH_INTERVAL_S`` while it runs
+(it is one setting for the process: other request threads of a gthread worker switch as often
+meanwhile). One helper per process: a second request arriving while it is busy (gthread
+workers) writes its answer after predicting it, as without an overlap, rather than queueing
+behind the first.
 """
 
 from __future__ import annotations
@@ -56,9 +57,12 @@ class Overlap:
         """The whole answer's body; raises what ``predict`` or ``encode`` raise."""
         if batch.n_rows < MIN_ROWS or not self._busy.acquire(blocking=False):
             return encode(predict(batch))
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(interval, SWITCH_INTERVAL_S))
         try:
             return b"".join(self._overlapped(row_chunks(batch, CHUNKS), predict, encode))
         finally:
+            sys.setswitchinterval(interval)
             self._busy.release()
 
     def _overlapped(self, chunks: list[Batch], predict: Predict, encode: Encode) -> list[bytes]:
@@ -77,7 +81,6 @@ class Overlap:
 
     def _started(self) -> ThreadPoolExecutor:
         if self._helper is None or self._pid != os.getpid():  # threads do not survive fork
-            sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
             self._helper = ThreadPoolExecutor(1, thread_name_prefix="smserve-overlap")
             self._pid = os.getpid()
         return self._helper

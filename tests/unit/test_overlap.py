@@ -4,6 +4,7 @@ for it only for wide answers in formats whose chunks join."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 
@@ -110,9 +111,10 @@ class Recorder:
 
 def test_a_failing_chunk_raises_and_leaves_the_helper_ready() -> None:
     overlap, batch = Overlap(), Batch(np.ones((ROWS, 3), dtype=np.float32))
-    failing = Recorder(fail_on=3)
+    failing, interval = Recorder(fail_on=3), sys.getswitchinterval()
     with pytest.raises(PredictionError):
         overlap.answer(batch, failing, CsvCodec().encode)
+    assert sys.getswitchinterval() == interval  # lowered only while the overlap ran
     assert len(failing.sizes) in (3, 4)  # the chunk after the failed one may have started
     working = Recorder()
     assert overlap.answer(batch, working, CsvCodec().encode) == b"1.0,1.0,1.0\n" * ROWS
