@@ -96,7 +96,7 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(f"invalid configuration: {exc}")
     _configure_logging(settings)
-    process.tune_malloc()  # before any thread starts
+    process.tune_malloc(os.environ)  # before any thread starts
     process.limit_native_threads(settings, os.environ, _cpu_count())
     try:
         return _start(settings, args.demo)

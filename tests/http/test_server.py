@@ -13,9 +13,13 @@ from smserve.errors import ModelLoadError, StartupError
 from smserve.frontend.nginx import UPSTREAM_IDLE_S
 from smserve.http.draining import BodyDrain
 from smserve.http.process import (
+    M_ARENA_MAX,
+    M_MMAP_THRESHOLD,
+    M_TRIM_THRESHOLD,
     THREAD_VARIABLES,
     call_in_child,
     limit_native_threads,
+    malloc_settings,
     native_thread_limits,
 )
 from smserve.http.server import ServingApplication, gunicorn_options
@@ -80,6 +84,15 @@ def test_user_thread_settings_win() -> None:
     limit_native_threads(Settings(workers=2), environ, cpu_count=8)
     assert environ["OMP_NUM_THREADS"] == "3"
     assert environ["OPENBLAS_NUM_THREADS"] == "4"
+
+
+def test_malloc_is_tuned_where_the_user_has_not_tuned_it() -> None:
+    every = {M_MMAP_THRESHOLD: 32 << 20, M_TRIM_THRESHOLD: 64 << 20, M_ARENA_MAX: 1}
+    assert dict(malloc_settings({})) == every
+    arenas_set = dict(malloc_settings({"MALLOC_ARENA_MAX": "4"}))
+    assert arenas_set == {M_MMAP_THRESHOLD: 32 << 20, M_TRIM_THRESHOLD: 64 << 20}
+    assert malloc_settings({"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"}) == []
+    assert dict(malloc_settings({"GLIBC_TUNABLES": "glibc.pthread.rseq=0"})) == every
 
 
 def _fails_to_load(path: str) -> None:

@@ -14,8 +14,9 @@ Three facts drive it (the first two reproduced with the bundled xgboost wheel an
   the sizes involved, and 2,200 more once the overlap's helper thread (``smserve.overlap``)
   moved the request thread to a second arena. ``tune_malloc`` fixes the thresholds (blocks up
   to 32 MiB from the heap, up to 64 MiB of free heap kept for reuse) and keeps every thread
-  on the main arena; it must run before the first thread starts, so the serving command calls
-  it first (workers and their threads inherit it through fork).
+  on the main arena, except what the user set (MALLOC_* variables, GLIBC_TUNABLES); it must
+  run before the first thread starts, so the serving command calls it first (workers and
+  their threads inherit it through fork).
 
 This module imports neither numpy nor xgboost, so the CLI can import it first."""
 
@@ -31,9 +32,14 @@ from multiprocessing.connection import Connection
 from smserve.config import Settings
 from smserve.errors import StartupError
 
-# glibc's mallopt parameters, and the values tune_malloc gives them
+# glibc's mallopt parameters, the values tune_malloc gives them, and the environment variable
+# through which a user sets each one instead (glibc reads it at start; tune_malloc leaves it)
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
-MALLOC_SETTINGS = ((M_MMAP_THRESHOLD, 32 << 20), (M_TRIM_THRESHOLD, 64 << 20), (M_ARENA_MAX, 1))
+MALLOC_SETTINGS = (
+    (M_MMAP_THRESHOLD, 32 << 20, "MALLOC_MMAP_THRESHOLD_"),
+    (M_TRIM_THRESHOLD, 64 << 20, "MALLOC_TRIM_THRESHOLD_"),
+    (M_ARENA_MAX, 1, "MALLOC_ARENA_MAX"),
+)
 
 THREAD_VARIABLES = (
     "OMP_NUM_THREADS",
@@ -66,14 +72,22 @@ def limit_native_threads(
         environ.setdefault(name, value)
 
 
-def tune_malloc() -> None:
-    """With glibc, MALLOC_SETTINGS for this process and its forks; elsewhere nothing."""
+def tune_malloc(environ: Mapping[str, str]) -> None:
+    """With glibc, ``malloc_settings`` for this process and its forks; elsewhere nothing."""
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return
     with contextlib.suppress(OSError, AttributeError):
         mallopt = ctypes.CDLL(None).mallopt
-        for parameter, value in MALLOC_SETTINGS:
+        for parameter, value in malloc_settings(environ):
             mallopt(parameter, value)
+
+
+def malloc_settings(environ: Mapping[str, str]) -> list[tuple[int, int]]:
+    """The (parameter, value) pairs of MALLOC_SETTINGS the user has not set: neither through
+    its MALLOC_* variable nor any ``glibc.malloc`` tunable in GLIBC_TUNABLES."""
+    if "glibc.malloc." in environ.get("GLIBC_TUNABLES", ""):
+        return []
+    return [(parameter, value) for parameter, value, name in MALLOC_SETTINGS if name not in environ]
 
 
 def call_in_child(function: Callable[..., object], *args: object) -> None:
