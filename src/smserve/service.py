@@ -101,8 +101,7 @@ class InferenceService:
         """Whether the answer holds one value per feature per row (an explanation)."""
         if self.selectable is None:
             return False
-        keys = self.selectable.default_outputs if outputs is None else outputs
-        return not self.selectable.wide_outputs.isdisjoint(keys)
+        return not self.selectable.wide_outputs.isdisjoint(self.applied(outputs) or ())
 
     def predict(self, batch: Batch, outputs: tuple[str, ...] | None = None) -> Prediction:
         """``outputs`` must have been checked (``requested``); None: the endpoint's."""

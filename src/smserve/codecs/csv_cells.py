@@ -21,7 +21,6 @@ Cell = bytes | memoryview  # a memoryview into orjson's text saves a copy of eve
 
 SMALLEST_POSITIONAL = 1e-4  # Python's repr switches to exponent notation below this
 FEW_VALUES = 16  # outputs up to this many values are checked one by one (a fixed bound)
-_CLOSE = ord("]")
 # Stands in for every value orjson writes unlike repr, so one orjson call writes the rows
 # that hold them too. Its text cannot occur inside another number's, so it is found exactly
 # as long as no real value equals it (else those rows take the per-token path).

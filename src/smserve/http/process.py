@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import multiprocessing
-import platform
+import os
 from collections.abc import Callable, Mapping, MutableMapping
 from multiprocessing.connection import Connection
 
@@ -74,12 +74,19 @@ def limit_native_threads(
 
 def tune_malloc(environ: Mapping[str, str]) -> None:
     """With glibc, ``malloc_settings`` for this process and its forks; elsewhere nothing."""
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+    if not _glibc():
         return
     with contextlib.suppress(OSError, AttributeError):
         mallopt = ctypes.CDLL(None).mallopt
         for parameter, value in malloc_settings(environ):
             mallopt(parameter, value)
+
+
+def _glibc() -> bool:
+    try:
+        return (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
+    except (AttributeError, ValueError, OSError):  # not a POSIX system, or not glibc
+        return False
 
 
 def malloc_settings(environ: Mapping[str, str]) -> list[tuple[int, int]]:
