@@ -259,6 +259,15 @@ def test_stock_boto3_invoke_endpoint(server: Server) -> None:
     assert len(json.loads(answer["Body"].read())["predictions"]) == 2
 
 
+def _xgboost_workers(server: Server) -> list[int]:
+    workers = []
+    for pid in _process_tree(server.process.pid):
+        with contextlib.suppress(OSError):  # gone meanwhile
+            if "libxgboost" in Path(f"/proc/{pid}/maps").read_text():
+                workers.append(pid)
+    return workers
+
+
 def _minor_faults(pids: list[int]) -> int:
     total = 0
     for pid in pids:
@@ -294,11 +303,12 @@ def test_large_explanations_reuse_their_memory(tmp_path: Path) -> None:
         connection = server.connection()
         faults = []
         for _ in range(8):
-            before = _minor_faults(_process_tree(server.process.pid))
+            workers = _xgboost_workers(server)  # not nginx: its buffers are its own affair
+            before = _minor_faults(workers)
             connection.request("POST", "/invocations", body=body.encode(), headers=headers)
             response = connection.getresponse()
             assert response.status == 200
             assert response.read().count(b"\n") == 10_000
-            faults.append(_minor_faults(_process_tree(server.process.pid)) - before)
+            faults.append(_minor_faults(workers) - before)
         connection.close()
     assert sum(faults[4:]) / 4 < 400, faults
