@@ -139,6 +139,7 @@ def _score(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(f"invalid configuration: {exc}")
     _configure_logging(settings)
+    process.tune_malloc(os.environ)  # before any thread starts; forked workers inherit it
     workers = args.workers or _cpu_count()
     process.limit_native_threads(settings.replace(workers=workers), os.environ, _cpu_count())
     try:

@@ -15,8 +15,9 @@ Three facts drive it (the first two reproduced with the bundled xgboost wheel an
   moved the request thread to a second arena. ``tune_malloc`` fixes the thresholds (blocks up
   to 32 MiB from the heap, up to 64 MiB of free heap kept for reuse) and keeps every thread
   on the main arena, except what the user set (MALLOC_* variables, GLIBC_TUNABLES); it must
-  run before the first thread starts, so the serving command calls it first (workers and
-  their threads inherit it through fork).
+  run before the first thread starts, so ``serve`` and ``score`` call it first (workers and
+  their threads inherit it through fork; ``score``'s spawned workers, used only where forking
+  is unsafe, do not).
 
 This module imports neither numpy nor xgboost, so the CLI can import it first."""
 
