@@ -1,14 +1,21 @@
 """Predicting and writing a large answer at once: while the caller writes one chunk of rows, a
-helper thread predicts the next.
+helper thread predicts the next ones.
 
 Worth it only where writing costs about as much as predicting: a wide answer (explanations,
 one value per feature per row) written as text. For the benchmark model (10,000 rows of 50
-features) XGBoost's approximate contributions take 9 ms and their CSV 14 ms: 23.6 ms one
-after the other, 21.8 ms overlapped (p50 in-process; in a gunicorn worker 1.2-1.4 ms less,
-see BENCHMARKS.md: on this 2-vCPU machine two busy threads run at about 1.5 times one). For a
-narrow answer the writing is nothing to hide and chunks only add calls (4.7 -> 5.9 ms), so
-the service asks for an overlap only for wide answers (``SelectableOutputs.wide_outputs``) in
-a format whose chunks join into the whole body (``Encoder.chunked``).
+features) XGBoost's approximate contributions take about 15 ms on one thread and their CSV
+about 14 ms.
+For a narrow answer the writing is nothing to hide and chunks only add calls (4.7 -> 5.9 ms),
+so the service asks for an overlap only for wide answers (``SelectableOutputs.wide_outputs``)
+in a format whose chunks join into the whole body (``Encoder.chunked``).
+
+The caller has nothing to write until a first chunk is predicted, so it predicts the first
+chunk itself while the helper starts on the second, and the helper goes on through the rest
+in order. Two threads of the request are then busy at once, so each prediction is asked to
+spare a CPU (``predict(chunk, True)``): on a worker with two CPUs XGBoost then predicts on one
+thread instead of both, which would take the writer's CPU (measured, BENCHMARKS.md: on this
+2-vCPU machine two busy threads run at about 1.5 times one, so the work done matters more
+than how it is spread).
 
 Rows are predicted independently, so the answer is the same bytes either way (the tests
 compare them). Chunks are equal slices of at least ``MIN_ROWS / CHUNKS`` rows, far above the
@@ -40,7 +47,7 @@ MIN_ROWS = 4096  # smaller batches are written one after the other
 CHUNKS = 8
 SWITCH_INTERVAL_S = 0.0002
 
-Predict = Callable[[Batch], Prediction]
+Predict = Callable[[Batch, bool], Prediction]  # (rows, spare_cpu): True while another runs
 Encode = Callable[[Prediction], bytes]
 
 
@@ -56,7 +63,7 @@ class Overlap:
     def answer(self, batch: Batch, predict: Predict, encode: Encode) -> bytes:
         """The whole answer's body; raises what ``predict`` or ``encode`` raise."""
         if batch.n_rows < MIN_ROWS or not self._busy.acquire(blocking=False):
-            return encode(predict(batch))
+            return encode(predict(batch, False))
         interval = sys.getswitchinterval()
         sys.setswitchinterval(min(interval, SWITCH_INTERVAL_S))
         try:
@@ -67,16 +74,14 @@ class Overlap:
 
     def _overlapped(self, chunks: list[Batch], predict: Predict, encode: Encode) -> list[bytes]:
         helper = self._started()
-        pending: Future[Prediction] = helper.submit(predict, chunks[0])
-        bodies = []
+        later: list[Future[Prediction]] = [helper.submit(predict, c, True) for c in chunks[1:]]
         try:
-            for following in chunks[1:]:
-                prediction = pending.result()
-                pending = helper.submit(predict, following)
-                bodies.append(encode(prediction))
-            bodies.append(encode(pending.result()))
-        finally:
-            wait([pending])  # after a failure too: nothing left running into the next request
+            bodies = [encode(predict(chunks[0], True))]
+            bodies += [encode(future.result()) for future in later]
+        finally:  # after a failure too: nothing left running into the next request
+            for future in later:
+                future.cancel()
+            wait(later)
         return bodies
 
     def _started(self) -> ThreadPoolExecutor:

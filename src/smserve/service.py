@@ -77,7 +77,9 @@ class InferenceService:
         """The encoded prediction; ``outputs`` checked (``requested``), None: the endpoint's."""
         if not (encoder.chunked and self.wide(outputs)):
             return encoder.encode(self.predict(batch, outputs))
-        return self.overlap.answer(batch, lambda rows: self.predict(rows, outputs), encoder.encode)
+        return self.overlap.answer(
+            batch, lambda rows, spare: self.predict(rows, outputs, spare), encoder.encode
+        )
 
     def requested(self, attributes: str | None) -> tuple[str, ...] | None:
         """The outputs ``attributes`` selects (None: the endpoint's); raises InvalidInput."""
@@ -103,12 +105,15 @@ class InferenceService:
             return False
         return not self.selectable.wide_outputs.isdisjoint(self.applied(outputs) or ())
 
-    def predict(self, batch: Batch, outputs: tuple[str, ...] | None = None) -> Prediction:
-        """``outputs`` must have been checked (``requested``); None: the endpoint's."""
-        if outputs is None:
+    def predict(
+        self, batch: Batch, outputs: tuple[str, ...] | None = None, spare_cpu: bool = False
+    ) -> Prediction:
+        """``outputs`` must have been checked (``requested``); None: the endpoint's.
+        ``spare_cpu``: another thread of this request is busy meanwhile (an overlap)."""
+        if self.selectable is None:
+            assert outputs is None, "requested() checked the keys"
             return self.algorithm.predict(batch)
-        assert self.selectable is not None, "requested() checked the keys"
-        return self.selectable.predict(batch, outputs)
+        return self.selectable.predict(batch, outputs, spare_cpu)
 
 
 def _default_accept(settings: Settings, algorithm: Algorithm, registry: CodecRegistry) -> str:

@@ -5,6 +5,7 @@ never desyncs after an error, and the supervisor exits with its children."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -183,13 +184,17 @@ def test_keep_alive_survives_every_error_with_any_body(
 
 
 def test_over_the_limit_without_a_proxy_says_close(alone: Server) -> None:
-    connection = alone.connection()
-    connection.request("POST", "/invocations", body=b"x" * (LIMIT + 10))
-    response = connection.getresponse()
-    assert response.status == 413
-    assert response.getheader("Connection") == "close"
-    assert json.loads(response.read())["message"].startswith("request body exceeds")
-    connection.close()
+    head = f"POST /invocations HTTP/1.1\r\nHost: t\r\nContent-Length: {LIMIT + 10}\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", alone.port), timeout=10) as sock:
+        sock.sendall(head.encode())
+        # The answer may come, and the socket close, before the whole body is sent: a
+        # client then fails to send the rest, as curl does, and reads the answer.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(b"x" * (LIMIT + 10))
+        answer = read_to_close(sock)
+    assert_json_error(answer, 413)
+    assert split(answer)[1]["connection"] == "close"
+    assert json.loads(split(answer)[2])["message"].startswith("request body exceeds")
 
 
 @pytest.mark.parametrize("chunks", [b"-3\r\nabc\r\n0\r\n\r\n", b"3\r\nabcdef\r\n0\r\n\r\n"])

@@ -49,7 +49,9 @@ class SelectableEcho:
     def wide_outputs(self) -> frozenset[str]:
         return frozenset()
 
-    def predict(self, batch: Batch, outputs: tuple[str, ...] | None = None) -> Prediction:
+    def predict(
+        self, batch: Batch, outputs: tuple[str, ...] | None = None, spare_cpu: bool = False
+    ) -> Prediction:
         self.calls.append(outputs)
         score = np.asarray(batch.features.sum(axis=1)).ravel()
         arrays = {"score": score, "double": 2 * score}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -93,43 +94,74 @@ def test_row_chunks_are_equal_consecutive_slices() -> None:
 
 
 class Recorder:
-    """A predict function that records the rows it was asked for and can fail on one call."""
+    """A predict function that records each call (rows, spare_cpu, thread), takes ``pause_s``
+    and fails on the chunk that starts at row ``fail_at`` (features hold row numbers)."""
 
-    def __init__(self, fail_on: int | None = None) -> None:
-        self.sizes: list[int] = []
-        self.fail_on = fail_on
+    def __init__(self, fail_at: int | None = None, pause_s: float = 0.0) -> None:
+        self.calls: list[tuple[int, bool, str]] = []
+        self.fail_at, self.pause_s = fail_at, pause_s
+        self.running = 0
         self.lock = threading.Lock()
 
-    def __call__(self, batch: Batch) -> Prediction:
+    def __call__(self, batch: Batch, spare_cpu: bool) -> Prediction:
         with self.lock:
-            self.sizes.append(batch.n_rows)
-            call = len(self.sizes)
-        if call == self.fail_on:
-            raise PredictionError("the model failed on this chunk")
-        return Prediction({"c": np.asarray(batch.features)}, columns=("c",))
+            self.calls.append((batch.n_rows, spare_cpu, threading.current_thread().name))
+            self.running += 1
+        try:
+            time.sleep(self.pause_s)
+            if batch.features[0, 0] == self.fail_at:
+                raise PredictionError("the model failed on this chunk")
+            return Prediction({"c": np.asarray(batch.features[:, 1:])}, columns=("c",))
+        finally:
+            with self.lock:
+                self.running -= 1
 
 
-def test_a_failing_chunk_raises_and_leaves_the_helper_ready() -> None:
-    overlap, batch = Overlap(), Batch(np.ones((ROWS, 3), dtype=np.float32))
-    failing, interval = Recorder(fail_on=3), sys.getswitchinterval()
+def numbered(n_rows: int) -> Batch:
+    """Rows ``[i, 1, 1]``: the first value names the row."""
+    rows = np.ones((n_rows, 3), dtype=np.float32)
+    rows[:, 0] = np.arange(n_rows)
+    return Batch(rows)
+
+
+def test_the_first_chunk_is_predicted_by_the_caller_the_rest_by_one_helper() -> None:
+    recorder, caller = Recorder(), threading.current_thread().name
+    assert Overlap().answer(numbered(ROWS), recorder, CsvCodec().encode) == b"1.0,1.0\n" * ROWS
+    sizes = [size for size, _, _ in recorder.calls]
+    assert sorted(sizes) == sorted(chunk.n_rows for chunk in row_chunks(numbered(ROWS), CHUNKS))
+    threads = [thread for _, _, thread in recorder.calls]
+    assert threads.count(caller) == 1
+    assert len(set(threads) - {caller}) == 1  # one helper thread for the other chunks
+    assert all(spare for _, spare, _ in recorder.calls)  # two threads busy: each spares a CPU
+
+
+def test_a_failing_chunk_raises_and_leaves_nothing_running() -> None:
+    overlap, interval = Overlap(), sys.getswitchinterval()
+    chunks = row_chunks(numbered(ROWS), CHUNKS)
+    for failing_chunk in (0, 1, CHUNKS - 1):  # the caller's, the helper's first, the last
+        failing = Recorder(fail_at=int(chunks[failing_chunk].features[0, 0]), pause_s=0.005)
+        with pytest.raises(PredictionError):
+            overlap.answer(numbered(ROWS), failing, CsvCodec().encode)
+        assert failing.running == 0  # waited for what had started
+        assert sys.getswitchinterval() == interval  # lowered only while the overlap ran
+    early = Recorder(fail_at=int(chunks[1].features[0, 0]), pause_s=0.005)
     with pytest.raises(PredictionError):
-        overlap.answer(batch, failing, CsvCodec().encode)
-    assert sys.getswitchinterval() == interval  # lowered only while the overlap ran
-    assert len(failing.sizes) in (3, 4)  # the chunk after the failed one may have started
+        overlap.answer(numbered(ROWS), early, CsvCodec().encode)
+    assert len(early.calls) < CHUNKS  # the chunks not started were dropped
     working = Recorder()
-    assert overlap.answer(batch, working, CsvCodec().encode) == b"1.0,1.0,1.0\n" * ROWS
-    assert len(working.sizes) == CHUNKS
+    assert overlap.answer(numbered(ROWS), working, CsvCodec().encode) == b"1.0,1.0\n" * ROWS
+    assert len(working.calls) == CHUNKS
 
 
-def test_small_batches_and_a_busy_helper_predict_once() -> None:
+def test_small_batches_and_a_busy_helper_predict_once_with_every_cpu() -> None:
     overlap = Overlap()
     small = Recorder()
-    overlap.answer(Batch(np.ones((MIN_ROWS - 1, 3), dtype=np.float32)), small, CsvCodec().encode)
-    assert small.sizes == [MIN_ROWS - 1]
+    overlap.answer(numbered(MIN_ROWS - 1), small, CsvCodec().encode)
+    assert [(size, spare) for size, spare, _ in small.calls] == [(MIN_ROWS - 1, False)]
     busy = Recorder()
     with overlap._busy:  # another request's overlap in progress
-        overlap.answer(Batch(np.ones((ROWS, 3), dtype=np.float32)), busy, CsvCodec().encode)
-    assert busy.sizes == [ROWS]
+        overlap.answer(numbered(ROWS), busy, CsvCodec().encode)
+    assert [(size, spare) for size, spare, _ in busy.calls] == [(ROWS, False)]
 
 
 class CountingOverlap(Overlap):

@@ -85,8 +85,12 @@ class SelectableOutputs(Protocol):
         answers that cost about as much to write as text as to predict."""
         ...
 
-    def predict(self, batch: Batch, outputs: tuple[str, ...] | None = None) -> Prediction:
-        """``outputs`` (distinct keys of ``output_keys``, in order), or the default ones."""
+    def predict(
+        self, batch: Batch, outputs: tuple[str, ...] | None = None, spare_cpu: bool = False
+    ) -> Prediction:
+        """``outputs`` (distinct keys of ``output_keys``, in order), or the default ones.
+        ``spare_cpu``: another thread of the request is busy meanwhile (writing an earlier
+        chunk, or predicting one); leave it a CPU where that is cheaper than sharing."""
         ...
 
 

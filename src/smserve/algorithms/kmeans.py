@@ -91,10 +91,12 @@ class KMeans:
     def wide_outputs(self) -> frozenset[str]:
         return WIDE_OUTPUTS
 
-    def predict(self, batch: Batch, outputs: tuple[str, ...] | None = None) -> Prediction:
+    def predict(
+        self, batch: Batch, outputs: tuple[str, ...] | None = None, spare_cpu: bool = False
+    ) -> Prediction:
         """Closest centroid per row: the endpoint's outputs, or ``outputs`` (keys of
         OUTPUT_KEYS). Raises InvalidInput for a wrong column count or, for dense input, a
-        missing value."""
+        missing value. k-means ignores ``spare_cpu``."""
         keys = tuple(dict.fromkeys(self.outputs if outputs is None else outputs))
         squared = self._squared_distances(batch.features, batch.locate)
         closest = squared.argmin(axis=1)  # lowest index on ties

@@ -130,15 +130,18 @@ class XGBoost:
     def wide_outputs(self) -> frozenset[str]:
         return WIDE_OUTPUTS
 
-    def predict(self, batch: Batch, outputs: tuple[str, ...] | None = None) -> Prediction:
+    def predict(
+        self, batch: Batch, outputs: tuple[str, ...] | None = None, spare_cpu: bool = False
+    ) -> Prediction:
         """The endpoint's outputs (``score`` of shape (n,) or (n, k), float32, by default), or
-        ``outputs``, keys of ``output_keys``. Raises InvalidInput for a column count the model
-        cannot take."""
+        ``outputs``, keys of ``output_keys``. ``spare_cpu``: with a share of two CPUs, predict
+        on one (``Member.spare``). Raises InvalidInput for a column count the model cannot
+        take."""
         plan = self.output if outputs is None else self._plan(outputs)
         features = self._aligned(batch.features)
-        value = self._combined(features, margin=False) if plan.needs_value else None
-        margin = self._combined(features, margin=True) if plan.needs_margin else None
-        explained = {key: self._explained(features, key) for key in plan.explain}
+        value = self._combined(features, False, spare_cpu) if plan.needs_value else None
+        margin = self._combined(features, True, spare_cpu) if plan.needs_margin else None
+        explained = {key: self._explained(features, key, spare_cpu) for key in plan.explain}
         raw = Raw(value, margin, self.info.num_class)
         return plan.outputs(raw, explained, int(features.shape[0]))
 
@@ -152,12 +155,12 @@ class XGBoost:
             self._plans[keys] = plan
         return plan
 
-    def _explained(self, features: Features, key: str) -> np.ndarray:
+    def _explained(self, features: Features, key: str, spare_cpu: bool) -> np.ndarray:
         """Contributions (``key`` in EXPLANATIONS), the members' mean for an ensemble."""
         if features.shape[0] == 0:
             return np.zeros((0, *_contribution_shape(self.info, features)), dtype=np.float32)
         approximate = key == EXPLANATIONS[1]
-        parts = [explain(m, features, approximate, self.nthread) for m in self.members]
+        parts = [explain(m, features, approximate, self.nthread, spare_cpu) for m in self.members]
         if len(parts) == 1:
             return parts[0]
         return np.asarray(np.mean(parts, axis=0, dtype=np.float32))
@@ -172,10 +175,10 @@ class XGBoost:
             return _with_missing_column(features)
         raise InvalidInput(f"expected {expected} features, got {got}{_hint(expected, got)}")
 
-    def _combined(self, features: Features, margin: bool) -> np.ndarray:
+    def _combined(self, features: Features, margin: bool, spare_cpu: bool) -> np.ndarray:
         if features.shape[0] == 0:  # XGBoost answers (0,) whatever the output's width
             return np.zeros((0, *_row_shape(self.info, margin)), dtype=np.float32)
-        predictions = [_predict(m, features, margin) for m in self.members]
+        predictions = [_predict(m, features, margin, spare_cpu) for m in self.members]
         if len(predictions) == 1:
             return predictions[0]
         if not margin and self.info.objective in VOTED:
@@ -183,8 +186,8 @@ class XGBoost:
         return np.asarray(np.mean(predictions, axis=0, dtype=np.float32))
 
 
-def _predict(member: Member, features: Features, margin: bool) -> np.ndarray:
-    booster = member.booster_for(int(features.shape[0]))
+def _predict(member: Member, features: Features, margin: bool, spare_cpu: bool) -> np.ndarray:
+    booster = member.booster_for(int(features.shape[0]), spare_cpu)
     try:
         if member.direct is not None:
             return member.direct.predict(booster, features, margin)

@@ -55,20 +55,26 @@ class Member:
     """One loaded booster and the trees to predict with. ``configure`` adds, on cpu,
     ``single``: a copy of the booster with nthread=1 for batches of at most SMALL_BATCH_ROWS
     rows (None with one thread anyway or a model file over SINGLE_COPY_MAX_BYTES),
-    ``direct``: prediction through the C API (see ``xgboost_direct``), and ``approximation``:
-    approximate contributions as one prediction (see ``xgboost_approximate``)."""
+    ``spare``: the booster for a prediction that spares one of the worker's CPUs (``single``
+    with a share of two; None otherwise: one CPU has none to spare, and for more, one thread
+    fewer would take yet another copy), ``direct``: prediction through the C API (see
+    ``xgboost_direct``), and ``approximation``: approximate contributions as one prediction
+    (see ``xgboost_approximate``)."""
 
     path: Path
     booster: xgb.Booster
     iteration_range: tuple[int, int]
     single: xgb.Booster | None = None
+    spare: xgb.Booster | None = None
     direct: DirectPredictor | None = None
     approximation: LazyApproximation | None = None
 
-    def booster_for(self, n_rows: int) -> xgb.Booster:
-        """The booster for a batch of ``n_rows`` rows."""
+    def booster_for(self, n_rows: int, spare_cpu: bool = False) -> xgb.Booster:
+        """The booster for a batch of ``n_rows`` rows, sparing a CPU if asked and possible."""
         if self.single is not None and n_rows <= SMALL_BATCH_ROWS:
             return self.single
+        if spare_cpu and self.spare is not None:
+            return self.spare
         return self.booster
 
 
@@ -204,7 +210,8 @@ def configure(member: Member, device: str, nthread: int, n_features: int | None)
     boosters = [member.booster] if single is None else [member.booster, single]
     direct = DirectPredictor.create(boosters, member.iteration_range, n_features)
     approximation = LazyApproximation(member.booster, member.iteration_range, nthread)
-    return replace(member, single=single, direct=direct, approximation=approximation)
+    spare = single if nthread == 2 else None
+    return replace(member, single=single, spare=spare, direct=direct, approximation=approximation)
 
 
 def _single_threaded(member: Member, n_features: int | None) -> xgb.Booster | None:

@@ -4,9 +4,11 @@ does not cover; and the algorithm answers XGBoost's values either way."""
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +16,7 @@ import pytest
 import scipy.sparse as sp
 import xgboost as xgb
 
-from smserve.algorithms import xgboost_approximate, xgboost_vector_leaf
+from smserve.algorithms import xgboost_approximate, xgboost_direct, xgboost_vector_leaf
 from smserve.algorithms.xgboost import XGBoost
 from smserve.algorithms.xgboost_approximate import ApproximateExplainer, LazyApproximation
 from smserve.algorithms.xgboost_model import SMALL_BATCH_ROWS
@@ -126,6 +128,57 @@ def test_a_small_batch_gives_xgboosts_own_values_and_agrees_with_a_large_one(
     np.testing.assert_array_equal(small, _xgboost_approx(booster, rows[:3]))
     large = algorithm.predict(Batch(rows), (KEY,)).outputs[KEY]
     np.testing.assert_allclose(large[:3], small, atol=ATOL)
+
+
+def test_with_a_share_of_two_cpus_single_threaded_copies_explain_the_same_bits(
+    train: Trainer, rows: np.ndarray
+) -> None:
+    booster = train("multi:softprob", rounds=5)
+    explainer = _explainer(booster)  # nthread=2
+    assert len(explainer.spare) == len(explainer.boosters) == 3  # one per class
+    assert all(int(_nthread(copy)) == 1 for copy in explainer.spare)
+    for x in (rows, sp.csr_matrix(np.nan_to_num(rows))):
+        np.testing.assert_array_equal(explainer.explain(x, spare_cpu=True), explainer.explain(x))
+    for nthread in (1, 4):  # none to spare, or one thread fewer would take another copy
+        other = ApproximateExplainer.create(booster, (0, 0), nthread)
+        assert other is not None
+        assert other.spare == ()
+        np.testing.assert_array_equal(other.explain(rows, spare_cpu=True), other.explain(rows))
+
+
+def test_copies_that_explain_differently_are_not_kept(
+    train: Trainer, rows: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    explainer = ApproximateExplainer.create(train("binary:logistic", rounds=5), (0, 0), 1)
+    assert explainer is not None
+    assert explainer.spare == ()
+    assert len(explainer.with_spare(rows).spare) == 1  # true copies are kept
+    unlike = _explainer(train("binary:logistic", rounds=3)).boosters[0]
+    monkeypatch.setattr(xgb.Booster, "copy", lambda self: unlike)
+    assert explainer.with_spare(rows).spare == ()
+
+
+def test_the_c_api_margins_are_inplace_predicts_bits_and_optional(
+    train: Trainer, rows: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    booster = train("multi:softprob", rounds=5)
+    explainer = _explainer(booster)
+    assert explainer.direct is not None
+    through_inplace = replace(explainer, direct=None)
+    for x in (rows, sp.csr_matrix(np.nan_to_num(rows))):
+        for spare_cpu in (False, True):
+            np.testing.assert_array_equal(
+                explainer.explain(x, spare_cpu), through_inplace.explain(x, spare_cpu)
+            )
+    monkeypatch.setattr(xgboost_direct, "_AVAILABLE", False)  # another XGBoost layout
+    without = _explainer(booster)
+    assert without.direct is None
+    np.testing.assert_array_equal(without.explain(rows), explainer.explain(rows))
+
+
+def _nthread(booster: xgb.Booster) -> str:
+    config = json.loads(booster.save_config())
+    return str(config["learner"]["generic_param"]["nthread"])
 
 
 def _dart(train: Trainer) -> xgb.Booster:

@@ -4,6 +4,7 @@ whose private names differ) the algorithm still answers the same."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -83,6 +84,51 @@ def test_configure_adds_the_single_threaded_copy_and_the_predictor(
     one = configure(Member(xgb_binary_dir, booster, (0, 0)), "cpu", 1, 4)
     assert one.single is None
     assert one.booster_for(1) is booster
+
+
+def test_a_prediction_that_spares_a_cpu_takes_one_thread_of_a_share_of_two(
+    xgb_binary_dir: Path,
+) -> None:
+    booster = xgb.Booster()
+    booster.load_model(bytearray((xgb_binary_dir / "xgboost-model").read_bytes()))
+    two = configure(Member(xgb_binary_dir, booster, (0, 0)), "cpu", 2, 4)
+    assert two.spare is two.single is not None
+    assert two.booster_for(SMALL_BATCH_ROWS + 1, spare_cpu=True) is two.single
+    assert two.booster_for(SMALL_BATCH_ROWS + 1, spare_cpu=False) is two.booster
+    for nthread in (1, 4):  # none to spare; one fewer of four would take another copy
+        member = configure(Member(xgb_binary_dir, booster.copy(), (0, 0)), "cpu", nthread, 4)
+        assert member.spare is None
+        assert member.booster_for(SMALL_BATCH_ROWS + 1, spare_cpu=True) is member.booster
+
+
+@pytest.mark.parametrize("objective", ["binary:logistic", "multi:softprob"])
+def test_sparing_a_cpu_predicts_the_same_bits(
+    train: Trainer,
+    save: Saver,
+    load_xgboost: Loader,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    objective: str,
+) -> None:
+    save(train(objective), tmp_path)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # one worker's share: two CPUs
+    algorithm = load_xgboost(tmp_path, workers=1)
+    assert algorithm.nthread == 2
+    assert all(m.spare is not None for m in algorithm.members)
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(1000, 4)).astype(np.float32)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    margins = [key for key in ("raw_score", "raw_scores") if key in algorithm.output_keys]
+    keys = ("score", margins[0], "approximate_contributions", "contributions")
+    for rows in (x, sp.csr_matrix(np.nan_to_num(x))):
+        alone = algorithm.predict(Batch(rows), keys)
+        spared = algorithm.predict(Batch(rows), keys, spare_cpu=True)
+        for key in keys:
+            np.testing.assert_array_equal(spared.outputs[key], alone.outputs[key])
+    explainer = algorithm.members[0].approximation
+    assert explainer is not None
+    assert (written := explainer.get()) is not None
+    assert len(written.spare) == len(written.boosters)  # the approximation spared one too
 
 
 def test_without_the_private_names_inplace_predict_answers(
