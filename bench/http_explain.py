@@ -7,7 +7,8 @@ the 51 values per row are cheapest to write). Targets: 1 row with ``contribution
 plain 1-row p50; 10,000 rows with ``approximate_contributions`` <= 2x the plain 10,000-row
 request (mean); the exact 10,000-row cost is reported. Before the HTTP runs, the 10,000-row
 requests in-process, stage by stage (decode, predict, CSV and RecordIO encode): where the
-time goes.
+time goes; and the CPU time of the approximate prediction on the worker's threads and sparing
+one (as an overlap's chunks are predicted).
 
     .venv/bin/python bench/http_explain.py [--repeat-small 1000] [--repeat-large 10]
         [--frontend auto|nginx|gunicorn]   (SMSERVE_FRONTEND for the server)
@@ -23,10 +24,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -37,6 +41,7 @@ from smserve.algorithms import load_algorithm  # noqa: E402
 from smserve.codecs.csv import CsvCodec  # noqa: E402
 from smserve.codecs.recordio import RecordioCodec  # noqa: E402
 from smserve.config import Settings  # noqa: E402
+from smserve.http.process import tune_malloc  # noqa: E402
 
 ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
 CSV, RECORDIO = "text/csv", "application/x-recordio-protobuf"
@@ -94,7 +99,9 @@ def large(client: harness.Client, repeat: int, accept: str) -> None:
 
 
 def stages(model_dir: Path, repeat: int) -> None:
-    """p50 of each in-process stage of the 10,000-row request, plain and approximate."""
+    """p50 of each in-process stage of the 10,000-row request, plain and approximate (with
+    malloc tuned as ``smserve serve`` tunes it)."""
+    tune_malloc(os.environ)
     algorithm = load_algorithm(Settings(model_dir=model_dir, workers=1))
     codec, recordio, parsed = CsvCodec(), RecordioCodec(), media.MediaType(media.CSV)
     body = harness.csv_body(harness.rows(10_000))
@@ -109,10 +116,23 @@ def stages(model_dir: Path, repeat: int) -> None:
         p50[f"encode {name} RecordIO"] = _p50(lambda p=prediction: recordio.encode(p), repeat)
     for stage, value in p50.items():
         print(f"  in-process 10k x 50 {stage:<40} p50 {value:7.3f} ms")
+    for spare_cpu in (False, True):  # as an overlap's chunks ask (one thread of two)
+        call = partial(algorithm.predict, batch, ("approximate_contributions",), spare_cpu)
+        name = "predict approximate, sparing a CPU" if spare_cpu else "predict approximate"
+        print(f"  in-process 10k x 50 {name:<40} CPU {_cpu_ms(call, repeat):7.3f} ms a call")
 
 
 def _p50(call: Callable[[], object], repeat: int) -> float:
     return harness.percentile(harness.timings_ms(call, repeat, 2), 50)
+
+
+def _cpu_ms(call: Callable[[], object], repeat: int) -> float:
+    """The process's CPU time per call (every thread's), after two warm-up calls."""
+    call(), call()
+    start = time.process_time()
+    for _ in range(repeat):
+        call()
+    return (time.process_time() - start) * 1e3 / repeat
 
 
 def alternated(model_dir: Path, against: str, repeat: int, frontend: str) -> None:
