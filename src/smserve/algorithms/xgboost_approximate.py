@@ -82,7 +82,9 @@ class ApproximateExplainer:
 
     def with_spare(self, rows: np.ndarray) -> ApproximateExplainer:
         """This explainer with single-threaded copies of its boosters for ``explain(...,
-        spare_cpu=True)``, kept only if they explain ``rows`` bit for bit alike."""
+        spare_cpu=True)``, kept only if they explain ``rows`` bit for bit alike. They hold
+        the leaf values twice: at most MAX_WEIGHTS more, 64 MiB, as ``Member.single`` holds
+        a model of up to 128 MB twice."""
         copies = tuple(b.copy() for b in self.boosters)
         for copy in copies:
             copy.set_param({"nthread": 1})
