@@ -12,6 +12,7 @@ one (as an overlap's chunks are predicted).
 
     .venv/bin/python bench/http_explain.py [--repeat-small 1000] [--repeat-large 10]
         [--frontend auto|nginx|gunicorn]   (SMSERVE_FRONTEND for the server)
+        [--workers N]   (the server's; 1 by default: one request gets the machine's CPUs)
 
 ``--against <src>`` instead compares two trees on a shared machine: a server of this tree and
 one of ``<src>`` (``PYTHONPATH``) run at once and are asked in turn, plain and approximate
@@ -171,6 +172,7 @@ def main() -> None:
     parser.add_argument("--repeat-small", type=int, default=1000)
     parser.add_argument("--repeat-large", type=int, default=10)
     parser.add_argument("--frontend", default="auto")
+    parser.add_argument("--workers", type=int, default=1, help="of the HTTP runs' server")
     parser.add_argument("--against", help="another tree's src directory, compared alternately")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -180,9 +182,10 @@ def main() -> None:
             alternated(model_dir, args.against, args.repeat_large, args.frontend)
             return
         stages(model_dir, max(10, args.repeat_large))
-        with harness.server(model_dir, workers=1, SMSERVE_FRONTEND=args.frontend) as port:
+        with harness.server(model_dir, args.workers, SMSERVE_FRONTEND=args.frontend) as port:
             client = harness.Client(port)
-            print(f"== xgboost (100 trees, depth 6, 50 features), 1 worker, {args.frontend}")
+            workers = f"{args.workers} worker{'s' if args.workers > 1 else ''}"
+            print(f"== xgboost (100 trees, depth 6, 50 features), {workers}, {args.frontend}")
             small(client, args.repeat_small)
             for accept in (CSV, RECORDIO):
                 large(client, args.repeat_large, accept)
