@@ -4,10 +4,10 @@ helper thread predicts the next ones.
 Worth it only where writing costs about as much as predicting: a wide answer (explanations,
 one value per feature per row) written as text. For the benchmark model (10,000 rows of 50
 features) XGBoost's approximate contributions take about 15 ms on one thread and their CSV
-about 14 ms.
-For a narrow answer the writing is nothing to hide and chunks only add calls (4.7 -> 5.9 ms),
-so the service asks for an overlap only for wide answers (``SelectableOutputs.wide_outputs``)
-in a format whose chunks join into the whole body (``Encoder.chunked``).
+about 14 ms. For a narrow answer the writing is nothing to hide and chunks only add calls
+(4.7 -> 5.9 ms), so the service asks for an overlap only for wide answers
+(``SelectableOutputs.wide_outputs``) in a format whose chunks join into the whole body
+(``Encoder.chunked``).
 
 The caller has nothing to write until a first chunk is predicted, so it predicts the first
 chunk itself while the helper starts on the second, and the helper goes on through the rest
