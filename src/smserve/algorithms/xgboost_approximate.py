@@ -48,6 +48,12 @@ PROBE_ROWS = 96
 _TOLERANCE = 1e-5  # relative to the largest contribution: float32 sums of many trees
 
 
+def spares_by_one_thread(nthread: int) -> bool:
+    """Whether a prediction that spares a CPU runs on single-threaded copies: with a share of
+    two CPUs (one has none to spare; for more, one thread fewer would take another copy)."""
+    return nthread == 2
+
+
 @dataclass(frozen=True, slots=True)
 class ApproximateExplainer:
     """``approx_contribs`` of one booster: one vector-leaf booster per output group, and the
@@ -75,7 +81,7 @@ class ApproximateExplainer:
         explainer = _checked(groups, booster, iteration_range, rows)
         if explainer is None:
             return None
-        explainer = explainer.with_spare(rows) if nthread == 2 else explainer
+        explainer = explainer.with_spare(rows) if spares_by_one_thread(nthread) else explainer
         boosters = [*explainer.boosters, *explainer.spare]
         direct = DirectPredictor.create(boosters, (0, 0), learner_features(learner))
         return replace(explainer, direct=direct)

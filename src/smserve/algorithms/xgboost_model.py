@@ -16,7 +16,7 @@ import xgboost as xgb
 
 from smserve.algorithms.model_files import is_pickle, read_model_file, unpickle
 from smserve.algorithms.ubjson import Truncated, UbjsonError, check_complete
-from smserve.algorithms.xgboost_approximate import LazyApproximation
+from smserve.algorithms.xgboost_approximate import LazyApproximation, spares_by_one_thread
 from smserve.algorithms.xgboost_direct import DirectPredictor, same_predictions
 from smserve.errors import ModelLoadError
 
@@ -210,7 +210,7 @@ def configure(member: Member, device: str, nthread: int, n_features: int | None)
     boosters = [member.booster] if single is None else [member.booster, single]
     direct = DirectPredictor.create(boosters, member.iteration_range, n_features)
     approximation = LazyApproximation(member.booster, member.iteration_range, nthread)
-    spare = single if nthread == 2 else None
+    spare = single if spares_by_one_thread(nthread) else None
     return replace(member, single=single, spare=spare, direct=direct, approximation=approximation)
 
 
