@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from smserve.errors import ConfigError
+from smserve.resources import Resources, detect
 
 MIB = 1024 * 1024
 T = TypeVar("T")
@@ -34,7 +35,15 @@ class Settings:
 
     model_dir: Path = DEFAULT_MODEL_DIR  # SM_MODEL_DIR
     port: int = 8080  # SAGEMAKER_BIND_TO_PORT
-    workers: int = 1  # SAGEMAKER_MODEL_SERVER_WORKERS (default: CPU count)
+    workers: int = 1  # SAGEMAKER_MODEL_SERVER_WORKERS (default: cpu_count)
+    # What the container may use (``smserve.resources``: its cgroup limits, else the affinity
+    # mask and physical memory); worker, thread and memory defaults follow from them.
+    cpu_count: int = os.cpu_count() or 1  # from_env: detected; constructed directly: the host's
+    memory_limit_bytes: int = 4096 * MIB
+    resources_note: str = ""  # how they were found, for the log
+    # SMSERVE_REQUEST_MEMORY_MB: what one request may make a worker allocate (default: half of
+    # memory_limit_bytes shared among every request thread of every worker)
+    request_memory_bytes: int = 512 * MIB
     threads: int = 1  # SMSERVE_THREADS: request threads per worker
     timeout_s: int = 60  # SAGEMAKER_MODEL_SERVER_TIMEOUT
     keep_alive_s: int = 75  # SMSERVE_KEEP_ALIVE_S: idle keep-alive connections are kept this long
@@ -66,7 +75,9 @@ class Settings:
     model_base_path: Path | None = None  # MODEL_BASE_PATH (TF Serving style repository)
     model_config_file: Path | None = None  # SMSERVE_MODEL_CONFIG_FILE (TF Serving text format)
     poll_interval_s: float = 1.0  # SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS (0 disables polling)
-    memory_budget_bytes: int | None = None  # SMSERVE_MEMORY_BUDGET_MB (multi-model endpoints)
+    # SMSERVE_MEMORY_BUDGET_MB: models one worker may hold on a multi-model endpoint (from_env's
+    # default: what memory_limit_bytes leaves after the processes and the requests; None: off)
+    memory_budget_bytes: int | None = None
     runtime_dir: Path | None = None  # SMSERVE_RUNTIME_DIR: parent of the state workers share
     cache_dir: Path | None = None  # SMSERVE_CACHE_DIR (None: ~/.cache/smserve); demo models
     # AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL: an S3-compatible service for s3:// inputs
@@ -74,17 +85,21 @@ class Settings:
     s3_endpoint_url: str | None = None
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Build settings from ``environ`` (the process environment when None).
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, resources: Resources | None = None
+    ) -> Settings:
+        """Build settings from ``environ`` (the process environment when None) and the
+        container's ``resources`` (detected when None).
 
         Raises ConfigError naming the variable when a value is invalid.
         """
         env = _Reader(os.environ if environ is None else environ)
+        resources = resources or detect()
+        sizing = _sizing(env, resources)
         return cls(
+            **sizing,
             model_dir=env.path("SM_MODEL_DIR", DEFAULT_MODEL_DIR),
             port=env.integer("SAGEMAKER_BIND_TO_PORT", 8080, minimum=1),
-            workers=env.integer("SAGEMAKER_MODEL_SERVER_WORKERS", os.cpu_count() or 1, minimum=1),
-            threads=env.integer("SMSERVE_THREADS", 1, minimum=1),
             timeout_s=env.integer("SAGEMAKER_MODEL_SERVER_TIMEOUT", 60, minimum=1),
             keep_alive_s=env.integer("SMSERVE_KEEP_ALIVE_S", 75, minimum=0),
             graceful_timeout_s=env.integer("SMSERVE_GRACEFUL_TIMEOUT_S", 25, minimum=0),
@@ -119,7 +134,6 @@ class Settings:
             model_base_path=env.optional_path("MODEL_BASE_PATH"),
             model_config_file=env.optional_path("SMSERVE_MODEL_CONFIG_FILE"),
             poll_interval_s=env.number("SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS", 1.0, minimum=0.0),
-            memory_budget_bytes=_memory_budget(env),
             runtime_dir=env.optional_path("SMSERVE_RUNTIME_DIR"),
             cache_dir=env.optional_path("SMSERVE_CACHE_DIR"),
             s3_endpoint_url=env.text("AWS_ENDPOINT_URL_S3") or env.text("AWS_ENDPOINT_URL"),
@@ -192,9 +206,26 @@ def _max_payload_bytes(env: _Reader) -> int:
     return env.integer("MAX_CONTENT_LENGTH", 6 * MIB, minimum=1)
 
 
-def _memory_budget(env: _Reader) -> int | None:
-    mib = env.optional_integer("SMSERVE_MEMORY_BUDGET_MB", minimum=1)
-    return None if mib is None else mib * MIB
+def _sizing(env: _Reader, resources: Resources) -> dict[str, Any]:
+    """Workers, threads and memory budgets: each explicit setting, else its default from the
+    container's ``resources``."""
+    workers = env.integer("SAGEMAKER_MODEL_SERVER_WORKERS", resources.cpu_count, minimum=1)
+    threads = env.integer("SMSERVE_THREADS", 1, minimum=1)
+    request_mib = env.optional_integer("SMSERVE_REQUEST_MEMORY_MB", minimum=1)
+    budget_mib = env.optional_integer("SMSERVE_MEMORY_BUDGET_MB", minimum=1)
+    return {
+        "workers": workers,
+        "threads": threads,
+        "cpu_count": resources.cpu_count,
+        "memory_limit_bytes": resources.memory_bytes,
+        "resources_note": resources.describe(),
+        "request_memory_bytes": (
+            resources.request_memory(workers, threads) if request_mib is None else request_mib * MIB
+        ),
+        "memory_budget_bytes": (
+            resources.model_budget(workers) if budget_mib is None else budget_mib * MIB
+        ),
+    }
 
 
 def _inference_output(env: _Reader) -> tuple[str, ...] | None:

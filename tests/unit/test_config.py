@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -10,11 +9,20 @@ import pytest
 
 from smserve.config import MIB, Settings, TrainingSettings
 from smserve.errors import ConfigError
+from smserve.resources import detect
 
 
 def test_defaults() -> None:
-    settings = Settings.from_env({})
-    assert settings == Settings(workers=os.cpu_count() or 1)
+    resources = detect()
+    settings = Settings.from_env({}, resources)
+    assert settings == Settings(
+        workers=resources.cpu_count,
+        cpu_count=resources.cpu_count,
+        memory_limit_bytes=resources.memory_bytes,
+        resources_note=resources.describe(),
+        request_memory_bytes=resources.request_memory(resources.cpu_count, 1),
+        memory_budget_bytes=resources.model_budget(resources.cpu_count),
+    )
     assert settings.model_dir == Path("/opt/ml/model")
     assert (settings.port, settings.max_payload_bytes, settings.max_payload_mib) == (
         8080,
@@ -65,6 +73,7 @@ EVERY_VARIABLE = [
     ("SMSERVE_MODEL_CONFIG_FILE", "/m.config", "model_config_file", Path("/m.config")),
     ("SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS", "0.5", "poll_interval_s", 0.5),
     ("SMSERVE_MEMORY_BUDGET_MB", "512", "memory_budget_bytes", 512 * MIB),
+    ("SMSERVE_REQUEST_MEMORY_MB", "300", "request_memory_bytes", 300 * MIB),
     ("SMSERVE_MAX_MODEL_UNPACKED_MB", "100", "max_model_unpacked_bytes", 100 * MIB),
     ("SMSERVE_RUNTIME_DIR", "/run/smserve", "runtime_dir", Path("/run/smserve")),
     ("SMSERVE_CACHE_DIR", "/cache", "cache_dir", Path("/cache")),
@@ -83,8 +92,13 @@ def test_every_variable(name: str, value: str, field: str, expected: Any) -> Non
     assert getattr(Settings.from_env({name: value}), field) == expected
 
 
+# Detected from the container's limits (tests/unit/test_resources.py), not read from a variable.
+DETECTED = {"cpu_count", "memory_limit_bytes", "resources_note"}
+
+
 def test_every_field_has_a_variable() -> None:
-    assert {field for _, _, field, _ in EVERY_VARIABLE} == set(Settings.__dataclass_fields__)
+    variables = {field for _, _, field, _ in EVERY_VARIABLE}
+    assert variables | DETECTED == set(Settings.__dataclass_fields__)
 
 
 def test_blank_values_mean_unset() -> None:

@@ -91,7 +91,7 @@ class XGBoost:
         info = _shared_info(members)
         output = _output_plan(settings, info)
         device = choose_device(settings.xgboost_device, members[0].booster)
-        nthread = threads_per_worker(settings.workers)
+        nthread = threads_per_worker(settings.cpu_count, settings.workers)
         members = [configure(m, device, nthread, info.num_features) for m in members]
         logger.info(
             "XGBoost %s, %d model(s), on %s, %d thread(s)", info, len(members), device, nthread

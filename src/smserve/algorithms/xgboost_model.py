@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import warnings
 from dataclasses import dataclass, replace
@@ -169,9 +168,10 @@ def check_supported(info: ModelInfo, path: Path) -> None:
         raise ModelLoadError(f"{path}: objective {objective!r} is not supported for serving")
 
 
-def threads_per_worker(workers: int) -> int:
-    """CPU threads per booster so that all workers together use each core once."""
-    return max(1, (os.cpu_count() or 1) // workers)
+def threads_per_worker(cpu_count: int, workers: int) -> int:
+    """CPU threads per booster so that all workers together use each of the container's
+    ``cpu_count`` CPUs once."""
+    return max(1, cpu_count // workers)
 
 
 def choose_device(requested: str, probe: xgb.Booster) -> str:
