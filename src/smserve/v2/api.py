@@ -14,6 +14,8 @@ from typing import Protocol
 
 import smserve
 from smserve.algorithms.base import Algorithm
+from smserve.budget import DEFAULT as DEFAULT_BUDGET
+from smserve.budget import MemoryBudget
 from smserve.doors import DoorReply, DoorRequest
 from smserve.errors import InvalidInput, ModelNotFound, ModelNotReady
 from smserve.failures import describe
@@ -68,9 +70,16 @@ class ModelSource(Protocol):
 class V2API:
     """Answers every request under ``/v2`` from a ModelSource."""
 
-    def __init__(self, models: ModelSource, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        models: ModelSource,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        budget: MemoryBudget = DEFAULT_BUDGET,
+    ) -> None:
         self.models = models
-        self.max_body_bytes = max_body_bytes  # the limit on an inflated (gzip, deflate) body
+        # How far a gzip or deflate body may inflate, and each request's memory budget.
+        self.inflation_limit = budget.inflation_limit(max_body_bytes)
+        self.budget = budget
         self.server_metadata = response.json_body(
             {"name": SERVER_NAME, "version": smserve.__version__, "extensions": EXTENSIONS}
         )
@@ -125,11 +134,13 @@ class V2API:
 
     def _infer(self, route: Route, served: Served, request: DoorRequest) -> DoorReply:
         sent = decoded_body(
-            request.body, request.headers.get("Content-Encoding"), self.max_body_bytes
+            request.body, request.headers.get("Content-Encoding"), *self.inflation_limit
         )
-        infer = parse_request(sent, request.headers.get(HEADER_LENGTH))
+        budget = self.budget.for_body(len(sent))
+        infer = parse_request(sent, request.headers.get(HEADER_LENGTH), budget)
         tensor = only_input(infer.inputs)
-        matrix = model_matrix(decode_input(tensor), tensor.name, served.algorithm.n_features)
+        values = decode_input(tensor, budget)
+        matrix = model_matrix(values, tensor.name, served.algorithm.n_features)
         outputs = _run(served, Batch(matrix), infer)
         body = response.infer_body(served.name, served.version, infer.id, outputs)
         return DoorReply(
