@@ -18,7 +18,13 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from smserve.budget import RequestBudget
 from smserve.codecs.arrow_sizes import Declared, declared
 from smserve.codecs.base import UNNAMED, DecodeContext
-from smserve.codecs.columnar import Selection, batch_from_table, select, table_from_prediction
+from smserve.codecs.columnar import (
+    Selection,
+    batch_from_table,
+    count,
+    select,
+    table_from_prediction,
+)
 from smserve.errors import DecodeError
 from smserve.media import ARROW_FILE, ARROW_STREAM, MediaType
 from smserve.types import Batch, Prediction
@@ -63,7 +69,8 @@ class ArrowCodec:
         needed = sizes.inflated + selection.decoded_bytes(sizes.rows)
         budget.check(
             needed,
-            f"{self.media_type}: {sizes.rows} rows of {len(selection.names)} columns "
+            f"{self.media_type}: {count(sizes.rows, 'row')} of "
+            f"{count(len(selection.names), 'column')} "
             f"(buffers inflating to {sizes.inflated} bytes)",
         )
 

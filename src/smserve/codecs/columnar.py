@@ -122,6 +122,11 @@ def _unknown(extra: Sequence[str]) -> str:
     return f"{_listing(extra)} {what}"
 
 
+def count(number: int, noun: str) -> str:
+    """``1 row``, ``3 rows``: a count in a message."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _listing(names: Sequence[str], most: int = 5) -> str:
     shown = ", ".join(repr(excerpt(name)) for name in names[:most])
     return shown + (f" and {len(names) - most} more" if len(names) > most else "")

@@ -18,7 +18,13 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from smserve.budget import RequestBudget
 from smserve.codecs.base import UNNAMED, DecodeContext
-from smserve.codecs.columnar import Selection, batch_from_table, select, table_from_prediction
+from smserve.codecs.columnar import (
+    Selection,
+    batch_from_table,
+    count,
+    select,
+    table_from_prediction,
+)
 from smserve.codecs.parquet_sizes import footer_length, inflated_bytes, schema_elements
 from smserve.errors import DecodeError
 from smserve.media import PARQUET, MediaType
@@ -76,12 +82,8 @@ def _check_declared(
 ) -> None:
     """Charge what the file declares: its rows, then the bytes its pages inflate to."""
     rows = metadata.num_rows
-    what = f"{PARQUET}: {_count(rows, 'row')} of {_count(len(selection.names), 'column')}"
+    what = f"{PARQUET}: {count(rows, 'row')} of {count(len(selection.names), 'column')}"
     fixed = metadata_bytes + selection.decoded_bytes(rows, growing=True)  # builders grow
     budget.check(fixed, what)
     inflated = inflated_bytes(body, metadata, budget.limit - fixed)
     budget.check(fixed + inflated, f"{what} (pages inflating to {inflated} bytes)")
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
