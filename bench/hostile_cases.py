@@ -44,7 +44,10 @@ class Case:
 
 def send(port: int, data: bytes, answers: int = 1) -> Outcome:
     start = time.monotonic()
-    found = exchange(port, data, answers)
+    try:
+        found = exchange(port, data, answers)
+    except OSError as exc:  # a timeout, or a reset before any answer: a miss, not a crash
+        return Outcome(None, time.monotonic() - start, False, f"no answer: {exc!r}")
     seconds = time.monotonic() - start
     if len(found) < answers:
         return Outcome(None, seconds, False, f"{len(found)} of {answers} answers")
