@@ -467,7 +467,6 @@ main() {
   local started trained=()
   started="$(now)"
   ensure_engine
-  check_image
   timed build build_image
   check_image
   for algorithm in xgboost kmeans; do

@@ -110,8 +110,12 @@ def fitted(request: pytest.FixtureRequest, image: str, work: Path) -> Fitted:
         hyperparameters=HYPERPARAMETERS[kind],
         sagemaker_session=sdk_local.local_session(work),
     )
-    with sdk_local.stopped_cleanly():
-        estimator.fit({"train": _training_channel(kind, work / f"{kind}-train")}, logs=False)
+    channel = _training_channel(kind, work / f"{kind}-train")
+    with sdk_local.stopped_cleanly(), warnings.catch_warnings():
+        # The SDK's local training never closes the pipe it reads docker-compose's output from
+        # (sagemaker/local/image.py): its ResourceWarning is the SDK's, ignored where it arises.
+        warnings.simplefilter("ignore", ResourceWarning)
+        estimator.fit({"train": channel}, logs=False)
     return Fitted(kind, estimator, output, work)
 
 
