@@ -10,7 +10,7 @@ Runs alternate with the floor: the same ``docker run`` of the same image and lim
 Python answers /ping with a bare ``http.server`` (container start plus an interpreter, nothing
 of ours). Also timed here, in this process: unpacking the archive and loading the booster (what
 the model itself costs, whoever serves it). Prints each run, medians and smserve / floor. The
-model is trained once and kept under ``--cache``; training it takes a minute or two.
+model is trained once and kept under ``--cache`` (``--build-only`` trains it outside the lock).
 """
 
 from __future__ import annotations
@@ -115,8 +115,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--model-mb", type=float, default=100)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/smserve-cold-start"))
+    parser.add_argument("--build-only", action="store_true", help="train the model, then stop")
     args = parser.parse_args()
     archive = build_model(args.model_mb, args.cache / f"{args.model_mb:g}mb")
+    if args.build_only:
+        print(f"{archive}: {archive.stat().st_size / 1e6:.1f} MB")
+        return
     unpacked_mb = _unpacked_mb(archive)
     print(f"model.tar.gz {archive.stat().st_size / 1e6:.1f} MB ({unpacked_mb:.1f} MB unpacked)")
     serve = ["-v", f"{archive.parent}:/opt/ml/model:ro", args.image, "serve"]
