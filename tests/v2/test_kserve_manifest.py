@@ -1,5 +1,6 @@
 """container/kserve-inferenceservice.yaml points KServe's probes at this door's health routes
-and at the port the image serves (the manifest itself is untested: no cluster here)."""
+and at the port the image serves (the pod itself runs under podman in
+tests/local_mode/test_kserve_pod.py; no Kubernetes cluster can run here)."""
 
 from __future__ import annotations
 
