@@ -23,6 +23,7 @@ BATCH_STRATEGIES = ("MULTI_RECORD", "SINGLE_RECORD")
 DEFAULT_MODEL_DIR = Path("/opt/ml/model")
 DEFAULT_MODELS_DIR = Path("/opt/ml/models")
 DEFAULT_TRAINING_BASE_DIR = Path("/opt/ml")
+DEFAULT_GRPC_PORT = 8081  # MLServer's and KServe's gRPC port
 DEFAULT_MAX_MODEL_UNPACKED_MB = 2048  # generous for XGBoost and k-means; refuses archive bombs
 LOG_LEVELS = ("debug", "info", "warning", "error")
 FRONTENDS = ("auto", "nginx", "gunicorn")
@@ -34,6 +35,11 @@ class Settings:
 
     model_dir: Path = DEFAULT_MODEL_DIR  # SM_MODEL_DIR
     port: int = 8080  # SAGEMAKER_BIND_TO_PORT
+    bind_host: str = "0.0.0.0"  # SMSERVE_BIND_HOST: the address HTTP and gRPC listen on
+    # SMSERVE_GRPC_PORT: the Open Inference Protocol over gRPC (0: off; default 8081, or off
+    # when SAGEMAKER_BIND_TO_PORT is set: SageMaker then hands out ports, 8081 perhaps to
+    # another container of an inference pipeline)
+    grpc_port: int = DEFAULT_GRPC_PORT
     workers: int = 1  # SAGEMAKER_MODEL_SERVER_WORKERS (default: CPU count)
     threads: int = 1  # SMSERVE_THREADS: request threads per worker
     timeout_s: int = 60  # SAGEMAKER_MODEL_SERVER_TIMEOUT
@@ -83,6 +89,8 @@ class Settings:
         return cls(
             model_dir=env.path("SM_MODEL_DIR", DEFAULT_MODEL_DIR),
             port=env.integer("SAGEMAKER_BIND_TO_PORT", 8080, minimum=1),
+            bind_host=env.text("SMSERVE_BIND_HOST") or "0.0.0.0",
+            grpc_port=_grpc_port(env),
             workers=env.integer("SAGEMAKER_MODEL_SERVER_WORKERS", os.cpu_count() or 1, minimum=1),
             threads=env.integer("SMSERVE_THREADS", 1, minimum=1),
             timeout_s=env.integer("SAGEMAKER_MODEL_SERVER_TIMEOUT", 60, minimum=1),
@@ -181,6 +189,19 @@ class TrainingSettings:
             "output_dir": env.path("SM_OUTPUT_DIR", base / "output"),
             "channel_dirs": env.prefixed_paths("SM_CHANNEL_"),
         }
+
+
+def _grpc_port(env: _Reader) -> int:
+    default = 0 if env.text("SAGEMAKER_BIND_TO_PORT") else DEFAULT_GRPC_PORT
+    port = env.integer("SMSERVE_GRPC_PORT", default, minimum=0)
+    if port and port == env.integer("SAGEMAKER_BIND_TO_PORT", 8080, minimum=1):
+        raise ConfigError(
+            f"SMSERVE_GRPC_PORT={port} is also the HTTP port (SAGEMAKER_BIND_TO_PORT): give "
+            "gRPC another port, or 0 to turn it off"
+        )
+    if port > 65535:
+        raise ConfigError(f"SMSERVE_GRPC_PORT={port} is not a port number (1-65535, or 0)")
+    return port
 
 
 def _max_payload_bytes(env: _Reader) -> int:
