@@ -46,7 +46,10 @@ def start_server() -> Iterator[Start]:
 
 
 @pytest.fixture
-def stub(start_server: Start, models: ModelSource) -> Iterator[GRPCInferenceServiceStub]:
+def stub(
+    start_server: Start,
+    models: ModelSource,  # noqa: F811  # the fixture imported above
+) -> Iterator[GRPCInferenceServiceStub]:
     with grpc.insecure_channel(start_server(models)) as channel:
         yield GRPCInferenceServiceStub(channel)
 
@@ -70,7 +73,7 @@ def raw_outputs(response: Any) -> dict[str, np.ndarray]:
     }
 
 
-def rpc_error(call: Callable[[], Any]) -> grpc.RpcError:
+def rpc_error(invoke: Callable[[], Any]) -> grpc.RpcError:
     with pytest.raises(grpc.RpcError) as caught:
-        call()
+        invoke()
     return caught.value

@@ -63,7 +63,8 @@ def infer_request(message: Any) -> InferRequest:
         _input(tensor, raw[index] if raw else None, index)
         for index, tensor in enumerate(message.inputs)
     )
-    binary = bool(raw) or flag(parameters(message.parameters), RAW_OUTPUT, "the request")
+    asked = flag(parameters(message.parameters), RAW_OUTPUT, "the request")
+    binary = bool(raw) or asked
     return InferRequest(message.id, inputs, _outputs(message.outputs, binary), binary)
 
 
