@@ -151,3 +151,21 @@ def test_training_settings_name_the_bad_variable() -> None:
     with pytest.raises(ConfigError, match="SMSERVE_LIBSVM_INDEX_BASE"):
         TrainingSettings.from_env({"SMSERVE_LIBSVM_INDEX_BASE": "2"})
     assert TrainingSettings.output_dir_of({"SM_OUTPUT_DIR": "/o"}) == Path("/o")
+
+
+@pytest.mark.parametrize(
+    ("env", "port"),
+    [
+        ({}, 8081),
+        ({"SAGEMAKER_BIND_TO_PORT": "8080"}, 0),  # an inference pipeline may own 8081
+        ({"SAGEMAKER_BIND_TO_PORT": "8080", "SMSERVE_GRPC_PORT": "9001"}, 9001),
+        ({"SMSERVE_GRPC_PORT": "0"}, 0),
+    ],
+)
+def test_the_grpc_port_setting(env: dict[str, str], port: int) -> None:
+    assert Settings.from_env(env).grpc_port == port
+
+
+def test_grpc_and_http_on_one_port_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="SMSERVE_GRPC_PORT=8080 is also the HTTP port"):
+        Settings.from_env({"SMSERVE_GRPC_PORT": "8080"})
