@@ -33,6 +33,8 @@ def test_from_env_never_reads_the_process_environment_when_given_a_mapping(
 EVERY_VARIABLE = [
     ("SM_MODEL_DIR", "/models/a", "model_dir", Path("/models/a")),
     ("SAGEMAKER_BIND_TO_PORT", "9090", "port", 9090),
+    ("SMSERVE_BIND_HOST", "127.0.0.1", "bind_host", "127.0.0.1"),
+    ("SMSERVE_GRPC_PORT", "9001", "grpc_port", 9001),
     ("SAGEMAKER_MODEL_SERVER_WORKERS", "3", "workers", 3),
     ("SMSERVE_THREADS", "4", "threads", 4),
     ("SAGEMAKER_MODEL_SERVER_TIMEOUT", "120", "timeout_s", 120),
@@ -101,6 +103,8 @@ def test_payload_in_mb_wins_over_max_content_length() -> None:
     [
         ("SAGEMAKER_BIND_TO_PORT", "http"),
         ("SAGEMAKER_BIND_TO_PORT", "0"),
+        ("SMSERVE_GRPC_PORT", "-1"),
+        ("SMSERVE_GRPC_PORT", "65536"),
         ("SAGEMAKER_MODEL_SERVER_WORKERS", "0"),
         ("SMSERVE_THREADS", "1.5"),
         ("SAGEMAKER_MODEL_SERVER_TIMEOUT", "-1"),
