@@ -2,13 +2,15 @@
 gunicorn workers, gRPC in each worker) holding a TF Serving layout (``xgb`` versions 1 and 2,
 ``km``): health, metadata, raw and typed infers with the numbers of REST V2 and
 /invocations; gRPC only in the workers, never in the master that forks them; clients that
-stall or send garbage hold nothing; a killed worker's replacement serves gRPC again."""
+stall or send garbage hold nothing; a killed worker's replacement serves gRPC again; and
+KServe's own Python client, from its own environment, gets the same numbers."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -212,6 +214,25 @@ def test_a_killed_worker_is_replaced_and_serves_grpc(served: tuple[Server, str])
     for _ in range(20):  # new connections reach both workers
         with grpc.insecure_channel(served[1]) as channel:
             assert GRPCInferenceServiceStub(channel).ServerLive(pb.ServerLiveRequest()).live
+
+
+KSERVE_PYTHON = Path(__file__).parents[2] / ".venv-kserve" / "bin" / "python"
+
+
+@pytest.mark.skipif(not KSERVE_PYTHON.exists(), reason="no .venv-kserve: ./run-tests makes it")
+def test_kserves_client_gets_the_numbers_of_tritonclient(
+    client: triton_grpc.InferenceServerClient, served: tuple[Server, str]
+) -> None:
+    script = Path(__file__).with_name("kserve_client.py")
+    command = [str(KSERVE_PYTHON), str(script), served[1], "xgb", json.dumps(ROWS.tolist())]
+    seen = json.loads(subprocess.run(command, capture_output=True, check=True, timeout=120).stdout)
+    assert (seen["live"], seen["ready"], seen["model_ready"]) == (True, True, True)
+    assert not seen["unknown_ready"]
+    want = client.infer("xgb", [rows_input(ROWS)]).as_numpy("predict")
+    for binary in ("True", "False"):  # raw and typed tensors
+        answer = seen[f"binary={binary}"]
+        assert answer["id"] == "k-1"
+        np.testing.assert_array_equal(np.array(answer["outputs"]["predict"], np.float32), want)
 
 
 def invocations(server: Server, rows: np.ndarray) -> list[dict[str, list[float]]]:
