@@ -36,10 +36,8 @@ class Settings:
     model_dir: Path = DEFAULT_MODEL_DIR  # SM_MODEL_DIR
     port: int = 8080  # SAGEMAKER_BIND_TO_PORT
     bind_host: str = "0.0.0.0"  # SMSERVE_BIND_HOST: the address HTTP and gRPC listen on
-    # SMSERVE_GRPC_PORT: the Open Inference Protocol over gRPC (0: off; default 8081, or off
-    # when SAGEMAKER_BIND_TO_PORT is set: SageMaker then hands out ports, 8081 perhaps to
-    # another container of an inference pipeline)
-    grpc_port: int = DEFAULT_GRPC_PORT
+    # SMSERVE_GRPC_PORT: V2 over gRPC (0: off; off by default when SAGEMAKER_BIND_TO_PORT is
+    grpc_port: int = DEFAULT_GRPC_PORT  # set: SageMaker's pipelines may give 8081 to another)
     workers: int = 1  # SAGEMAKER_MODEL_SERVER_WORKERS (default: CPU count)
     threads: int = 1  # SMSERVE_THREADS: request threads per worker
     timeout_s: int = 60  # SAGEMAKER_MODEL_SERVER_TIMEOUT
@@ -194,13 +192,11 @@ class TrainingSettings:
 def _grpc_port(env: _Reader) -> int:
     default = 0 if env.text("SAGEMAKER_BIND_TO_PORT") else DEFAULT_GRPC_PORT
     port = env.integer("SMSERVE_GRPC_PORT", default, minimum=0)
-    if port and port == env.integer("SAGEMAKER_BIND_TO_PORT", 8080, minimum=1):
+    if port > 65535 or (port and port == env.integer("SAGEMAKER_BIND_TO_PORT", 8080)):
         raise ConfigError(
-            f"SMSERVE_GRPC_PORT={port} is also the HTTP port (SAGEMAKER_BIND_TO_PORT): give "
-            "gRPC another port, or 0 to turn it off"
+            f"SMSERVE_GRPC_PORT={port} is not a port of its own (1-65535, not the HTTP port "
+            "SAGEMAKER_BIND_TO_PORT), nor 0 (gRPC off)"
         )
-    if port > 65535:
-        raise ConfigError(f"SMSERVE_GRPC_PORT={port} is not a port number (1-65535, or 0)")
     return port
 
 

@@ -171,5 +171,5 @@ def test_the_grpc_port_setting(env: dict[str, str], port: int) -> None:
 
 
 def test_grpc_and_http_on_one_port_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="SMSERVE_GRPC_PORT=8080 is also the HTTP port"):
+    with pytest.raises(ConfigError, match="SMSERVE_GRPC_PORT=8080 is not a port of its own"):
         Settings.from_env({"SMSERVE_GRPC_PORT": "8080"})
