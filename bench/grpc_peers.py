@@ -46,13 +46,17 @@ from smserve.v2grpc.protocol import ModelInferRequest, ModelInferResponse  # noq
 
 INFER = "/inference.GRPCInferenceService/ModelInfer"
 TARGETS = {"p50": 2.0, "rps": 2.5, "grpc_over_rest": 1.2}
+_START: Any = None  # the clients' barrier: each starts timing once every one is warm
 
 
 def main() -> None:
     args = _arguments()
     # The clients' processes are forked now, before this process has any gRPC channel (after
     # one, fork is unsafe); spawned ones would each import this module's dependencies.
-    with multiprocessing.get_context("fork").Pool(args.clients) as pool:
+    global _START  # inherited by the forked clients
+    fork = multiprocessing.get_context("fork")
+    _START = fork.Barrier(args.clients, timeout=300)
+    with fork.Pool(args.clients) as pool:
         _run(args, pool)
 
 
@@ -126,13 +130,10 @@ def _measure(port: int, model: str, args: argparse.Namespace, pool: Any) -> dict
 
 
 def _concurrent(port: int, model: str, pool: Any, clients: int, seconds: int) -> dict[str, float]:
-    """``clients`` callers at once, each on a connection of its own, from ``start`` (a wall
-    clock time every one has connected and warmed up by) for ``seconds``."""
-    start = time.time() + 10.0
-    parts = pool.starmap(_client, [(port, model, start, seconds)] * clients, chunksize=1)
-    if not all(on_time for on_time, _ in parts):
-        raise RuntimeError("a client was still warming up at the start; raise the delay")
-    samples = [ms for _, part in parts for ms in part]
+    """``clients`` callers at once, each on a connection of its own, timed together for
+    ``seconds`` once every one has connected and warmed up."""
+    parts = pool.starmap(_client, [(port, model, seconds)] * clients, chunksize=1)
+    samples = [ms for part in parts for ms in part]
     return {
         "rps": len(samples) / seconds,
         "c_p50_ms": harness.percentile(samples, 50),
@@ -140,21 +141,19 @@ def _concurrent(port: int, model: str, pool: Any, clients: int, seconds: int) ->
     }
 
 
-def _client(port: int, model: str, start: float, seconds: int) -> tuple[bool, list[float]]:
-    """Whether the client was ready by ``start``, and each call's time in the window (a
-    failed call raises, and the run fails)."""
+def _client(port: int, model: str, seconds: int) -> list[float]:
+    """Each call's time in the window (a failed call raises, and the run fails)."""
     with _channel(port) as channel:
         call = _caller(channel, model)
         for _ in range(50):
             call()
-        on_time = time.time() < start
-        time.sleep(max(start - time.time(), 0.0))
+        _START.wait()
         samples: list[float] = []
         end = time.perf_counter() + seconds
         while (began := time.perf_counter()) < end:
             call()
             samples.append((time.perf_counter() - began) * 1000)
-    return on_time, samples
+    return samples
 
 
 def _rest_v2(port: int, repeat: int) -> dict[str, float]:
