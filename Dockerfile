@@ -7,7 +7,8 @@
 # Build arguments:
 #   BASE_IMAGE       any Debian-like image with Python >= 3.11, `python` and `pip` on PATH
 #   XGBOOST_PACKAGE  xgboost-cpu (default: CPU only, no CUDA runtime or NCCL) or xgboost (GPU)
-#   SMSERVE_EXTRAS   optional extras from pyproject.toml to install too, e.g. "skops"
+#   SMSERVE_EXTRAS   optional extras from pyproject.toml to install too, e.g. "skops" (the
+#                    `grpc` extra, the Open Inference Protocol over gRPC, is always installed)
 #
 # Dependency solution. pyproject.toml declares `xgboost`, and on Linux that wheel drags in the
 # CUDA-enabled library plus nvidia-nccl (hundreds of MB). The CPU-only build ships as a different
@@ -39,7 +40,8 @@ ARG SMSERVE_EXTRAS=""
 WORKDIR /build
 COPY pyproject.toml container/runtime_requirements.py ./
 RUN python runtime_requirements.py pyproject.toml \
-        --replace "xgboost=${XGBOOST_PACKAGE}" --extra "${SMSERVE_EXTRAS}" > requirements.txt \
+        --replace "xgboost=${XGBOOST_PACKAGE}" --extra grpc --extra "${SMSERVE_EXTRAS}" \
+        > requirements.txt \
     && cat requirements.txt
 
 # --- deps: the runtime dependencies in /opt/venv. Keyed on the generated list's content, so
@@ -56,7 +58,7 @@ RUN python -m venv --without-pip /opt/venv \
     && rm -rf "$pa/include" "$pa"/libarrow_flight.so* "$pa"/libarrow_python_flight.so* \
         "$pa"/_flight*.so "$pa/flight.py" \
     && find "$pa" \( -name "*.pxd" -o -name "*.pyx" -o -name "*.h" \) -delete \
-    && /opt/venv/bin/python -c "import flask, gunicorn, numpy, scipy.sparse, sklearn.cluster, xgboost, google.protobuf, orjson, pyarrow.parquet, pyarrow.csv, pyarrow.ipc; from pyarrow.fs import S3FileSystem"
+    && /opt/venv/bin/python -c "import flask, gunicorn, numpy, scipy.sparse, sklearn.cluster, xgboost, google.protobuf, grpc, orjson, pyarrow.parquet, pyarrow.csv, pyarrow.ipc; from pyarrow.fs import S3FileSystem"
 
 # --- wheel: build the smserve wheel (pure Python; no dependencies resolved here) ---
 FROM ${BASE_IMAGE} AS wheel
@@ -97,7 +99,8 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     SM_MODEL_DIR=/opt/ml/model
 WORKDIR /opt/ml
-EXPOSE 8080
+# 8080: HTTP (SageMaker, TF Serving REST, V2 REST); 8081: the Open Inference Protocol over gRPC
+EXPOSE 8080 8081
 # Exec form, no shell: `docker run IMAGE serve` runs `smserve serve` as PID 1, so SageMaker's
 # SIGTERM reaches the server directly (it drains, then exits before the SIGKILL 30 s later).
 ENTRYPOINT ["smserve"]

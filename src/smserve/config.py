@@ -24,6 +24,7 @@ BATCH_STRATEGIES = ("MULTI_RECORD", "SINGLE_RECORD")
 DEFAULT_MODEL_DIR = Path("/opt/ml/model")
 DEFAULT_MODELS_DIR = Path("/opt/ml/models")
 DEFAULT_TRAINING_BASE_DIR = Path("/opt/ml")
+DEFAULT_GRPC_PORT = 8081  # MLServer's and KServe's gRPC port
 DEFAULT_MAX_MODEL_UNPACKED_MB = 2048  # generous for XGBoost and k-means; refuses archive bombs
 LOG_LEVELS = ("debug", "info", "warning", "error")
 FRONTENDS = ("auto", "nginx", "gunicorn")
@@ -35,6 +36,9 @@ class Settings:
 
     model_dir: Path = DEFAULT_MODEL_DIR  # SM_MODEL_DIR
     port: int = 8080  # SAGEMAKER_BIND_TO_PORT
+    bind_host: str = "0.0.0.0"  # SMSERVE_BIND_HOST: the address HTTP and gRPC listen on
+    # SMSERVE_GRPC_PORT: V2 over gRPC (0: off; off by default when SAGEMAKER_BIND_TO_PORT is
+    grpc_port: int = DEFAULT_GRPC_PORT  # set: SageMaker's pipelines may give 8081 to another)
     workers: int = 1  # SAGEMAKER_MODEL_SERVER_WORKERS (default: cpu_count)
     # What the container may use (``smserve.resources``: its cgroup limits, else the affinity
     # mask and physical memory); worker, thread and memory defaults follow from them.
@@ -100,6 +104,8 @@ class Settings:
             **sizing,
             model_dir=env.path("SM_MODEL_DIR", DEFAULT_MODEL_DIR),
             port=env.integer("SAGEMAKER_BIND_TO_PORT", 8080, minimum=1),
+            bind_host=env.text("SMSERVE_BIND_HOST") or "0.0.0.0",
+            grpc_port=_grpc_port(env),
             timeout_s=env.integer("SAGEMAKER_MODEL_SERVER_TIMEOUT", 60, minimum=1),
             keep_alive_s=env.integer("SMSERVE_KEEP_ALIVE_S", 75, minimum=0),
             graceful_timeout_s=env.integer("SMSERVE_GRACEFUL_TIMEOUT_S", 25, minimum=0),
@@ -195,6 +201,17 @@ class TrainingSettings:
             "output_dir": env.path("SM_OUTPUT_DIR", base / "output"),
             "channel_dirs": env.prefixed_paths("SM_CHANNEL_"),
         }
+
+
+def _grpc_port(env: _Reader) -> int:
+    default = 0 if env.text("SAGEMAKER_BIND_TO_PORT") else DEFAULT_GRPC_PORT
+    port = env.integer("SMSERVE_GRPC_PORT", default, minimum=0)
+    if port > 65535 or (port and port == env.integer("SAGEMAKER_BIND_TO_PORT", 8080)):
+        raise ConfigError(
+            f"SMSERVE_GRPC_PORT={port} is not a port of its own (1-65535, not the HTTP port "
+            "SAGEMAKER_BIND_TO_PORT), nor 0 (gRPC off)"
+        )
+    return port
 
 
 def _max_payload_bytes(env: _Reader) -> int:

@@ -47,7 +47,7 @@ def test_sagemaker_image_facts() -> None:
     labels = " ".join(instructions("LABEL"))
     assert "com.amazonaws.sagemaker.capabilities.accept-bind-to-port=true" in labels
     assert "com.amazonaws.sagemaker.capabilities.multi-models=true" in labels
-    assert instructions("EXPOSE") == ["8080"]
+    assert instructions("EXPOSE") == ["8080 8081"]  # HTTP, and gRPC (SMSERVE_GRPC_PORT)
     env = " ".join(instructions("ENV"))
     for setting in ("PATH=/opt/venv/bin:$PATH", "PYTHONUNBUFFERED=1", "SM_MODEL_DIR=/opt/ml/model"):
         assert setting in env
