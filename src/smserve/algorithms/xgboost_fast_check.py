@@ -1,0 +1,106 @@
+"""The probe rows a fast predictor must answer exactly as XGBoost does before it serves.
+
+Rows are placed on the model's own split thresholds: for every feature, each distinct
+threshold exactly, one float32 step below and above it, and a little further either side, so
+that every split is taken both ways and at its edge; then missing values (NaN) in one cell
+in ten, a row all missing, a row of zeros and rows of infinities. Every batch is compared
+dense and as CSR (absent entries are missing values), CSR also narrower than the model (the
+absent trailing columns, as ``XGBoost._aligned`` widens them); each as values and as margins,
+which every output key of ``xgboost_output`` derives from, so equal values and margins mean
+equal answers for every key. Agreement is bit for bit: the same float32 bit patterns and
+shapes, a sign of zero included; the tolerance is zero.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import scipy.sparse as sp
+
+from smserve.types import Features
+
+logger = logging.getLogger(__name__)
+
+MAX_PROBE_ROWS = 4096  # beyond it, a sample of each feature's thresholds
+_OFFSETS = (0.0, -1.0, 1.0, -1e-3, 1e-3)  # 0: at it; +-1: one float32 step; +-1e-3: relative
+
+Predict = Callable[[Features, bool], np.ndarray]  # (features, margin) -> predictions
+
+
+def probe_rows(thresholds: list[np.ndarray], seed: int = 20261201) -> np.ndarray:
+    """(n, len(thresholds)) float32 rows around the thresholds, missing values included."""
+    rng = np.random.default_rng(seed)
+    longest = max((len(values) for values in thresholds), default=0)
+    n_rows = min(max(longest * len(_OFFSETS), 64), MAX_PROBE_ROWS)
+    rows = np.empty((n_rows, len(thresholds)), dtype=np.float32)
+    for column, values in enumerate(thresholds):
+        rows[:, column] = _around(values, n_rows, rng)
+    rows[rng.random(rows.shape) < 0.1] = np.nan
+    special = [np.nan, 0.0, np.inf, -np.inf]
+    rows[: len(special)] = np.asarray(special, dtype=np.float32)[:, None]
+    return rows
+
+
+def _around(values: np.ndarray, n_rows: int, rng: np.random.Generator) -> np.ndarray:
+    """Each threshold with each offset once (a random sample when there are too many), in
+    a random order so that columns vary independently."""
+    if not len(values):
+        return np.asarray(rng.normal(size=n_rows), dtype=np.float32)
+    cells = np.arange(n_rows)
+    covered = len(values) * len(_OFFSETS) <= n_rows
+    picks = cells % len(values) if covered else rng.integers(0, len(values), n_rows)
+    offsets = np.asarray(_OFFSETS)[(cells // len(values)) % len(_OFFSETS)]
+    return _offset(values[picks].astype(np.float32), offsets)[rng.permutation(n_rows)]
+
+
+def _offset(chosen: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    below = np.nextafter(chosen, np.float32(-np.inf))
+    above = np.nextafter(chosen, np.float32(np.inf))
+    scaled = (chosen + offsets * (1 + np.abs(chosen))).astype(np.float32)
+    cases = [offsets == 0, offsets == -1, offsets == 1]
+    return np.select(cases, [chosen, below, above], scaled).astype(np.float32)
+
+
+def probe_batches(rows: np.ndarray) -> Iterator[Features]:
+    """The probe rows one at a time (a few), whole, as CSR and as narrower CSR."""
+    for single in rows[:8]:
+        yield single[None, :].copy()
+    yield rows
+    yield sp.csr_matrix(np.nan_to_num(rows, nan=0.0))  # zeros absent: missing there
+    with_nan = sp.csr_matrix(rows)  # NaN stored explicitly
+    yield with_nan
+    narrow = sp.csr_matrix(rows[:, : max(1, rows.shape[1] // 2)])
+    yield sp.csr_matrix((narrow.data, narrow.indices, narrow.indptr), shape=rows.shape)
+
+
+def first_disagreement(fast: Predict, reference: Predict, rows: np.ndarray) -> str | None:
+    """None when ``fast`` gives the bits of ``reference`` on every probe batch, values and
+    margins; else what differed first."""
+    for batch in probe_batches(rows):
+        for margin in (False, True):
+            got, expected = fast(batch, margin), reference(batch, margin)
+            if not same_bits(got, expected):
+                kind = "margins" if margin else "values"
+                return f"{kind} of {_described(batch)}: {_difference(got, expected)}"
+    return None
+
+
+def same_bits(got: np.ndarray, expected: np.ndarray) -> bool:
+    """Equal shapes, dtype float32 and bit patterns (so -0.0 differs from 0.0)."""
+    if got.shape != expected.shape or got.dtype != np.float32 or expected.dtype != np.float32:
+        return False
+    return bool(np.array_equal(got.view(np.uint32), expected.view(np.uint32)))
+
+
+def _described(batch: Features) -> str:
+    kind = "CSR" if sp.issparse(batch) else "dense"
+    return f"{batch.shape[0]} {kind} probe row(s)"
+
+
+def _difference(got: np.ndarray, expected: np.ndarray) -> str:
+    if got.shape != expected.shape or got.dtype != expected.dtype:
+        return f"shape {got.shape} {got.dtype} against XGBoost's {expected.shape} {expected.dtype}"
+    delta = np.abs(got.astype(np.float64) - expected.astype(np.float64))
+    return f"largest difference {np.nanmax(delta, initial=0.0):.3g}"
