@@ -1,6 +1,6 @@
 """Types of the C extension ``_xgboost_fast.c`` (see there and ``xgboost_fast``)."""
 
-from collections.abc import Buffer
+from typing import Any as Buffer  # collections.abc.Buffer is Python 3.12+
 
 NODE_BYTES: int
 

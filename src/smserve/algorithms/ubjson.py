@@ -23,7 +23,7 @@ _INTEGERS = {ord("i"): ">b", ord("U"): ">B", ord("I"): ">h", ord("l"): ">i", ord
 _SIZED = (ord("S"), ord("H"))  # string, high-precision number: a length, then the bytes
 _OPEN = {ord("["): ord("]"), ord("{"): ord("}")}
 _TYPE, _COUNT = ord("$"), ord("#")
-_NUMBERS = {**_INTEGERS, ord("d"): ">f4", ord("D"): ">f8"}  # marker -> big-endian dtype
+_NUMBERS = {**_INTEGERS, ord("d"): ">f", ord("D"): ">d"}  # marker -> big-endian struct format
 _CONSTANTS = {ord("Z"): None, ord("T"): True, ord("F"): False}
 MAX_DEPTH = 256
 

@@ -21,6 +21,7 @@ run time, so nothing is cached: a build costs well under a second for the benchm
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -34,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 import xgboost as xgb
 
-from smserve.algorithms.xgboost_fast_check import first_disagreement, probe_rows
+from smserve.algorithms.xgboost_fast_check import SPECIAL, first_disagreement, probe_rows
 from smserve.algorithms.xgboost_fast_choice import Choice, choose
 from smserve.algorithms.xgboost_fast_trees import ARGMAX, FlatTrees, NotCovered, flat_trees
 from smserve.types import Features
@@ -135,20 +136,21 @@ def start(member: Source, reference: Reference) -> None:
     _builder().put((weakref.ref(member), reference, time.monotonic()))
 
 
-_queue: queue.SimpleQueue[tuple[weakref.ref[Any], Reference, float]] | None = None
-_queue_lock = threading.Lock()
+Job = tuple[weakref.ref[Any], Reference, float]  # (member, reference, when queued)
+_builders: dict[int, queue.SimpleQueue[Job]] = {}  # per process id: a fork has its own
+_builders_lock = threading.Lock()
 
 
-def _builder() -> queue.SimpleQueue[tuple[weakref.ref[Any], Reference, float]]:
-    global _queue
-    with _queue_lock:
-        if _queue is None:
-            _queue = queue.SimpleQueue()
-            threading.Thread(target=_run, args=(_queue,), name="smserve-fast", daemon=True).start()
-        return _queue
+def _builder() -> queue.SimpleQueue[Job]:
+    with _builders_lock:
+        jobs = _builders.get(os.getpid())
+        if jobs is None:
+            jobs = _builders[os.getpid()] = queue.SimpleQueue()
+            threading.Thread(target=_run, args=(jobs,), name="smserve-fast", daemon=True).start()
+        return jobs
 
 
-def _run(jobs: queue.SimpleQueue[tuple[weakref.ref[Any], Reference, float]]) -> None:
+def _run(jobs: queue.SimpleQueue[Job]) -> None:
     while True:
         member_ref, reference, queued = jobs.get()
         member = member_ref()
@@ -203,8 +205,8 @@ def _checked(member: Source, reference: Reference, name: str) -> _Built | None:
 
 
 def _measure_rows(rows: np.ndarray) -> np.ndarray:
-    """Probe rows as served rows look: the infinities and the all-missing rows left out."""
-    return np.ascontiguousarray(rows[4:] if rows.shape[0] > 8 else rows)
+    """Probe rows as served rows look: without the rows of infinities, zeros or NaN."""
+    return np.ascontiguousarray(rows[len(SPECIAL) :])
 
 
 def _switch(slot: FastSlot, fast: FastPredictor, choice: Choice, name: str, since: float) -> None:

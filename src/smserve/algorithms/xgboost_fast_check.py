@@ -25,22 +25,24 @@ logger = logging.getLogger(__name__)
 
 MAX_PROBE_ROWS = 4096  # beyond it, a sample of each feature's thresholds
 _OFFSETS = (0.0, -1.0, 1.0, -1e-3, 1e-3)  # 0: at it; +-1: one float32 step; +-1e-3: relative
+SPECIAL = (np.nan, 0.0, np.inf, -np.inf)  # the first rows: all missing, zeros, infinities
 
 Predict = Callable[[Features, bool], np.ndarray]  # (features, margin) -> predictions
 
 
 def probe_rows(thresholds: list[np.ndarray], seed: int = 20261201) -> np.ndarray:
-    """(n, len(thresholds)) float32 rows around the thresholds, missing values included."""
+    """float32 rows of len(thresholds) columns: first SPECIAL_ROWS rows all NaN, zero, +inf
+    and -inf; then rows around the thresholds; then some of those with missing values."""
     rng = np.random.default_rng(seed)
     longest = max((len(values) for values in thresholds), default=0)
     n_rows = min(max(longest * len(_OFFSETS), 64), MAX_PROBE_ROWS)
-    rows = np.empty((n_rows, len(thresholds)), dtype=np.float32)
+    around = np.empty((n_rows, len(thresholds)), dtype=np.float32)
     for column, values in enumerate(thresholds):
-        rows[:, column] = _around(values, n_rows, rng)
-    rows[rng.random(rows.shape) < 0.1] = np.nan
-    special = [np.nan, 0.0, np.inf, -np.inf]
-    rows[: len(special)] = np.asarray(special, dtype=np.float32)[:, None]
-    return rows
+        around[:, column] = _around(values, n_rows, rng)
+    missing = around[: min(n_rows, MAX_PROBE_ROWS // 4)].copy()
+    missing[rng.random(missing.shape) < 0.1] = np.nan
+    special = np.repeat(np.asarray(SPECIAL, dtype=np.float32)[:, None], len(thresholds), axis=1)
+    return np.concatenate((special, around, missing))
 
 
 def _around(values: np.ndarray, n_rows: int, rng: np.random.Generator) -> np.ndarray:
@@ -60,7 +62,7 @@ def _offset(chosen: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     above = np.nextafter(chosen, np.float32(np.inf))
     scaled = (chosen + offsets * (1 + np.abs(chosen))).astype(np.float32)
     cases = [offsets == 0, offsets == -1, offsets == 1]
-    return np.select(cases, [chosen, below, above], scaled).astype(np.float32)
+    return np.asarray(np.select(cases, [chosen, below, above], scaled), dtype=np.float32)
 
 
 def probe_batches(rows: np.ndarray) -> Iterator[Features]:
