@@ -4,11 +4,11 @@ Rows are placed on the model's own split thresholds: for every feature, each dis
 threshold exactly, one float32 step below and above it, and a little further either side, so
 that every split is taken both ways and at its edge; then missing values (NaN) in one cell
 in ten, a row all missing, a row of zeros and rows of infinities. Every batch is compared
-dense and as CSR (absent entries are missing values), CSR also narrower than the model (the
-absent trailing columns, as ``XGBoost._aligned`` widens them); each as values and as margins,
-which every output key of ``xgboost_output`` derives from, so equal values and margins mean
-equal answers for every key. Agreement is bit for bit: the same float32 bit patterns and
-shapes, a sign of zero included; the tolerance is zero.
+dense and (its first CSR_ROWS rows) as CSR (absent entries are missing values), CSR also
+narrower than the model (the absent trailing columns, as ``XGBoost._aligned`` widens them);
+each as values and as margins, which every output key of ``xgboost_output`` derives from,
+so equal values and margins mean equal answers for every key. Agreement is bit for bit: the
+same float32 bit patterns and shapes, a sign of zero included; the tolerance is zero.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from smserve.types import Features
 logger = logging.getLogger(__name__)
 
 MAX_PROBE_ROWS = 4096  # beyond it, a sample of each feature's thresholds
+CSR_ROWS = 1024
 _OFFSETS = (0.0, -1.0, 1.0, -1e-3, 1e-3)  # 0: at it; +-1: one float32 step; +-1e-3: relative
 SPECIAL = (np.nan, 0.0, np.inf, -np.inf)  # the first rows: all missing, zeros, infinities
 
@@ -66,15 +67,17 @@ def _offset(chosen: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def probe_batches(rows: np.ndarray) -> Iterator[Features]:
-    """The probe rows one at a time (a few), whole, as CSR and as narrower CSR."""
+    """The probe rows: a few one at a time, all of them dense, and up to CSR_ROWS of them as
+    CSR three ways (zeros absent, NaN stored, narrower than the model). CSR rows walk the
+    same trees once scattered into a row of NaN, so fewer of them cover that step."""
     for single in rows[:8]:
         yield single[None, :].copy()
     yield rows
-    yield sp.csr_matrix(np.nan_to_num(rows, nan=0.0))  # zeros absent: missing there
-    with_nan = sp.csr_matrix(rows)  # NaN stored explicitly
-    yield with_nan
-    narrow = sp.csr_matrix(rows[:, : max(1, rows.shape[1] // 2)])
-    yield sp.csr_matrix((narrow.data, narrow.indices, narrow.indptr), shape=rows.shape)
+    head = rows[:CSR_ROWS]
+    yield sp.csr_matrix(np.nan_to_num(head, nan=0.0))  # zeros absent: missing there
+    yield sp.csr_matrix(head)  # NaN stored explicitly
+    narrow = sp.csr_matrix(head[:, : max(1, head.shape[1] // 2)])
+    yield sp.csr_matrix((narrow.data, narrow.indices, narrow.indptr), shape=head.shape)
 
 
 def first_disagreement(fast: Predict, reference: Predict, rows: np.ndarray) -> str | None:
