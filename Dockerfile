@@ -60,10 +60,15 @@ RUN python -m venv --without-pip /opt/venv \
     && find "$pa" \( -name "*.pxd" -o -name "*.pyx" -o -name "*.h" \) -delete \
     && /opt/venv/bin/python -c "import flask, gunicorn, numpy, scipy.sparse, sklearn.cluster, xgboost, google.protobuf, grpc, orjson, pyarrow.parquet, pyarrow.csv, pyarrow.ipc; from pyarrow.fs import S3FileSystem"
 
-# --- wheel: build the smserve wheel (pure Python; no dependencies resolved here) ---
+# --- wheel: build the smserve wheel (no dependencies resolved here). Its one C extension, the
+# fast XGBoost predictor (src/smserve/algorithms/_xgboost_fast.c), is compiled here with the
+# base image's Python headers; gcc stays in this stage, the final image gets the .so only. ---
 FROM ${BASE_IMAGE} AS wheel
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 COPY container/requirements.lock /tmp/requirements.lock
+RUN apt-get update -qq \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
 RUN python -m venv /opt/build \
     && /opt/build/bin/pip install -c /tmp/requirements.lock "setuptools>=77" wheel
 WORKDIR /build
@@ -94,7 +99,8 @@ RUN python -m pip --python /opt/venv/bin/python install --no-cache-dir --no-deps
         --disable-pip-version-check --root-user-action=ignore /tmp/wheels/*.whl \
     && rm -rf /tmp/wheels \
     && mkdir -p /opt/ml/model /opt/ml/models /opt/ml/input /opt/ml/output \
-    && /opt/venv/bin/smserve --help >/dev/null
+    && /opt/venv/bin/smserve --help >/dev/null \
+    && /opt/venv/bin/python -c "import smserve.algorithms._xgboost_fast"
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     SM_MODEL_DIR=/opt/ml/model

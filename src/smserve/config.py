@@ -18,6 +18,7 @@ T = TypeVar("T")
 ALGORITHMS = ("kmeans", "xgboost")
 KMEANS_DISTANCES = ("euclidean", "squared")
 XGBOOST_DEVICES = ("auto", "cpu", "cuda")
+FAST_PREDICTOR_MODES = ("auto", "off")
 LIBSVM_INDEX_BASES = ("0", "1", "auto")
 BATCH_STRATEGIES = ("MULTI_RECORD", "SINGLE_RECORD")
 # Named here because ``cls.model_dir`` on a slots dataclass is a member descriptor, not the default.
@@ -71,6 +72,7 @@ class Settings:
     # SMSERVE_MAX_MODEL_UNPACKED_MB: a model.tar.gz that unpacks to more is refused unwritten
     max_model_unpacked_bytes: int = DEFAULT_MAX_MODEL_UNPACKED_MB * MIB
     xgboost_device: str = "auto"  # SMSERVE_XGBOOST_DEVICE: auto | cpu | cuda
+    fast_predictor: str = "auto"  # SMSERVE_FAST_PREDICTOR: auto | off (XGBoost on cpu)
     libsvm_index_base: str = "0"  # SMSERVE_LIBSVM_INDEX_BASE: 0 | 1 | auto
     allow_one_fewer_feature: bool = False  # SMSERVE_ALLOW_ONE_FEWER_FEATURE
     multi_model: bool = False  # SAGEMAKER_MULTI_MODEL
@@ -132,6 +134,7 @@ class Settings:
             )
             * MIB,
             xgboost_device=env.choice("SMSERVE_XGBOOST_DEVICE", "auto", XGBOOST_DEVICES),
+            fast_predictor=env.choice("SMSERVE_FAST_PREDICTOR", "auto", FAST_PREDICTOR_MODES),
             libsvm_index_base=env.choice("SMSERVE_LIBSVM_INDEX_BASE", "0", LIBSVM_INDEX_BASES),
             allow_one_fewer_feature=env.boolean("SMSERVE_ALLOW_ONE_FEWER_FEATURE", False),
             multi_model=env.boolean("SAGEMAKER_MULTI_MODEL", False),

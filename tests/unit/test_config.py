@@ -66,6 +66,7 @@ EVERY_VARIABLE = [
     ("SAGEMAKER_INFERENCE_ENSEMBLE", "false", "ensemble", False),
     ("SMSERVE_ALLOW_PICKLE", "1", "allow_pickle", True),
     ("SMSERVE_XGBOOST_DEVICE", "cpu", "xgboost_device", "cpu"),
+    ("SMSERVE_FAST_PREDICTOR", "off", "fast_predictor", "off"),
     ("SMSERVE_LIBSVM_INDEX_BASE", "auto", "libsvm_index_base", "auto"),
     ("SMSERVE_ALLOW_ONE_FEWER_FEATURE", "yes", "allow_one_fewer_feature", True),
     ("SAGEMAKER_MULTI_MODEL", "true", "multi_model", True),

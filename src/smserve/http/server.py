@@ -130,8 +130,9 @@ def run(settings: Settings, app_factory: AppFactory | None = None) -> int:
     # One run directory (multi-model registry, metrics) shared by every worker forked below.
     settings = runtime.prepare(settings)
     if app_factory is None:
-        # In a child: loading runs OpenMP code, after which this master could not fork.
-        call_in_child(check_model, settings)
+        # In a child: loading runs OpenMP code, after which this master could not fork. The
+        # child only checks that the model loads: no fast predictor is built there.
+        call_in_child(check_model, settings.replace(fast_predictor="off"))
     if frontend.choose(settings, nginx.find_nginx()) == frontend.GUNICORN:
         return serve_gunicorn(settings, app_factory)
     upstream = functools.partial(serve_gunicorn, settings, app_factory)
