@@ -11,6 +11,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from smserve.algorithms import footprint
 from smserve.config import Settings
 from smserve.http.app import create_app
 from smserve.repository import runtime
@@ -111,16 +112,21 @@ def test_loaded_models_answer_the_tf_serving_api(client: FlaskClient) -> None:
     assert client.get("/v1/models/nope").status_code == 404
 
 
-def test_over_the_memory_budget_is_507(tmp_path: Path, models_dir: Path) -> None:
-    size = sum(f.stat().st_size for f in (models_dir / "alpha").rglob("*") if f.is_file())
+def test_a_load_past_the_memory_budget_is_507_and_loads_nothing(
+    tmp_path: Path, models_dir: Path
+) -> None:
+    cost = footprint.estimate(Settings(), models_dir / "alpha" / "model")
+    budget = cost.resident + cost.peak - 1  # room to load one model, not a second
     settings = Settings(
-        multi_model=True, models_dir=models_dir, runtime_dir=tmp_path, memory_budget_bytes=size
+        multi_model=True, models_dir=models_dir, runtime_dir=tmp_path, memory_budget_bytes=budget
     )
     client = worker(runtime.prepare(settings))
     assert load(client, "alpha") == 200
     refused = client.post("/models", json={"model_name": "beta", "url": "beta/model"})
     assert refused.status_code == 507
     assert "SMSERVE_MEMORY_BUDGET_MB" in refused.get_json()["error"]
+    assert [m["modelName"] for m in client.get("/models").get_json()["models"]] == ["alpha"]
+    assert invoke(client, "beta") == 404
     assert client.delete("/models/alpha").status_code == 200
     assert load(client, "beta") == 200
 
@@ -142,7 +148,8 @@ def test_pagination(client: FlaskClient) -> None:
         ({"model_name": "x", "url": "/etc"}, "outside the models directory"),
         ({"model_name": "x", "url": "../../etc"}, "outside the models directory"),
         ({"model_name": "x", "url": "missing/model"}, "does not exist"),
-        ({"model_name": "", "url": "alpha/model"}, "model_name"),
+        ({"model_name": "", "url": "alpha/model"}, "model name '' must be 1 to 1024 characters"),
+        ({"model_name": 7, "url": "alpha/model"}, "model_name must be a string"),
         ({"url": "alpha/model"}, "model_name"),
         ([1, 2], "JSON object"),
     ],
