@@ -7,14 +7,17 @@ import shutil
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
 from smserve.algorithms import footprint
-from smserve.config import Settings
+from smserve.algorithms.ndarray import write_ndarray_file
+from smserve.config import MIB, Settings
 from smserve.http.app import create_app
 from smserve.repository import runtime
+from smserve.resources import Resources
 
 CSV_ROW = b"0,0,0,0\n"
 
@@ -194,3 +197,26 @@ def test_concurrent_loads_of_one_name_register_it_once(settings: Settings) -> No
     for thread in threads:
         thread.join()
     assert sorted(statuses) == [200, 409, 409, 409]
+
+
+def test_the_default_budget_follows_the_container_memory_limit(tmp_path: Path) -> None:
+    # A 512 MiB, 1-CPU container (SMSERVE_MEMORY_BUDGET_MB unset): one worker, the budget's
+    # floor; 2 MB k-means models load until the next one's peak would not fit, then 507.
+    folder = tmp_path / "models" / "wide"
+    folder.mkdir(parents=True)
+    write_ndarray_file(folder / "model_algo-1", np.zeros((1000, 500), np.float32))
+    small = Resources(1.0, 512 * MIB, "cgroup v2 CPU quota", "cgroup v2 memory limit")
+    environ = {
+        "SAGEMAKER_MULTI_MODEL": "true",
+        "SMSERVE_MODELS_DIR": str(tmp_path / "models"),
+        "SMSERVE_RUNTIME_DIR": str(tmp_path / "run"),
+    }
+    settings = Settings.from_env(environ, small)
+    assert (settings.workers, settings.memory_budget_bytes) == (1, small.model_budget(1))
+    cost = footprint.estimate(settings, folder)
+    assert settings.memory_budget_bytes is not None
+    fits = (settings.memory_budget_bytes - cost.peak) // cost.resident + 1
+    assert fits >= 2
+    client = worker(settings)
+    statuses = [load(client, f"m{i}", "wide") for i in range(fits + 1)]
+    assert statuses == [200] * fits + [507]
