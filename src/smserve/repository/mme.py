@@ -100,6 +100,7 @@ class MultiModelRegistry:
             del entries[name]
             self.state.write(entries)
         self.sync()
+        self.loader.observer.model_unloaded()
         logger.info("multi-model: unloaded %s", name)
 
     def model(self, name: str) -> ServedModel:
@@ -160,6 +161,7 @@ class MultiModelRegistry:
             return
         used = sum(e.size_bytes for e in entries.values())
         if used + size > self.budget_bytes:
+            self.loader.observer.model_refused()
             raise InsufficientStorage(
                 f"Cannot load model {name} (~{_mib(size)} MiB): {_mib(used)} MiB of the "
                 f"{_mib(self.budget_bytes)} MiB budget (SMSERVE_MEMORY_BUDGET_MB) is in use; "
