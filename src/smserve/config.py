@@ -67,6 +67,9 @@ class Settings:
     # SMSERVE_METRICS_PATH: the Prometheus page on the serving port (SageMaker's scrape)
     metrics_path: str = DEFAULT_METRICS_PATH
     nginx: Path | None = None  # SMSERVE_NGINX: the nginx executable (None: found on PATH)
+    # SMSERVE_REQUEST_BUFFER_KB: body bytes nginx holds in memory per request (for as long as
+    # the request lasts, a slowly read answer included); a larger body waits in a temp file
+    request_buffer_bytes: int = 1024 * 1024
     # SMSERVE_RESPONSE_BUFFER_KB: answer bytes nginx holds in memory per connection; the rest
     # of an answer a client reads slowly waits in a temp file of at most
     # SMSERVE_RESPONSE_SPILL_MB (0: none; the worker then waits for the client)
@@ -129,6 +132,7 @@ class Settings:
             log_level=_log_level(env),
             metrics_path=_metrics_path(env),
             nginx=env.optional_path("SMSERVE_NGINX"),
+            request_buffer_bytes=env.integer("SMSERVE_REQUEST_BUFFER_KB", 1024, minimum=8) * 1024,
             response_buffer_bytes=env.integer("SMSERVE_RESPONSE_BUFFER_KB", 512, minimum=256)
             * 1024,
             response_spill_bytes=env.integer("SMSERVE_RESPONSE_SPILL_MB", 1024) * MIB,

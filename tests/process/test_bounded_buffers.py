@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import io
+import re
 import socket
 import time
 from collections.abc import Iterator
@@ -22,8 +23,10 @@ from tests.process.servers import Server, running_server
 pytestmark = pytest.mark.process
 
 MIB = 2**20
-UNREAD = 16
-BUFFER_KB = 512
+ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
+UNREAD = 8
+REQUEST_BUFFER_KB = 1024
+RESPONSE_BUFFER_KB = 512
 
 
 def csv_rows(n: int, seed: int = 0) -> bytes:
@@ -34,11 +37,11 @@ def csv_rows(n: int, seed: int = 0) -> bytes:
 
 
 def request_bytes(
-    body: bytes, content_type: str = "text/csv", accept: str = "application/json"
+    body: bytes, content_type: str = "text/csv", accept: str = "application/json", extra: str = ""
 ) -> bytes:
     head = (
         "POST /invocations HTTP/1.1\r\nHost: t\r\n"
-        f"Content-Type: {content_type}\r\nAccept: {accept}\r\n"
+        f"Content-Type: {content_type}\r\nAccept: {accept}\r\n{extra}"
         f"Content-Length: {len(body)}\r\n\r\n"
     )
     return head.encode() + body
@@ -59,6 +62,25 @@ def read_answer(sock: socket.socket) -> tuple[int, bytes]:
         assert chunk, "closed early"
         body += chunk
     return int(head.split()[1]), body
+
+
+def wait_until_answered(server: Server, count: int) -> None:
+    """Until the workers have answered ``count`` invocations and hold none in flight."""
+    pattern = re.compile(
+        rb'^smserve_requests_total\{door="sagemaker",model="model",.*status="200"\} (\d+)$', re.M
+    )
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        connection = server.connection()
+        connection.request("GET", "/metrics")
+        page = connection.getresponse().read()
+        connection.close()
+        answered = sum(int(n) for n in pattern.findall(page))
+        if answered >= count and b"\nsmserve_requests_in_flight 0\n" in page:
+            time.sleep(1)  # the last answer's bytes reach nginx
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"fewer than {count} answers after 180 s")
 
 
 def children(pid: int) -> list[int]:
@@ -104,16 +126,18 @@ def server(xgb_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
         "SMSERVE_FRONTEND": "nginx",
         "SAGEMAKER_MODEL_SERVER_WORKERS": "2",
         "SAGEMAKER_MAX_PAYLOAD_IN_MB": "300",
-        "SMSERVE_RESPONSE_BUFFER_KB": str(BUFFER_KB),
+        "SMSERVE_REQUEST_BUFFER_KB": str(REQUEST_BUFFER_KB),
+        "SMSERVE_RESPONSE_BUFFER_KB": str(RESPONSE_BUFFER_KB),
     }
     with running_server(tmp_path_factory.mktemp("logs"), env) as started:
         yield started
 
 
 def test_unread_answers_cost_nginx_a_bounded_buffer_each(server: Server) -> None:
-    body = csv_rows(200_000)  # ~6 MB of CSV in, ~11 MB of JSON out
+    body = csv_rows(150_000)  # ~4.5 MB of CSV in, ~11 MB of JSON out
+    big = request_bytes(body, extra=f"{ATTRIBUTES}: outputs=contributions\r\n")
     with socket.create_connection(("127.0.0.1", server.port), timeout=60) as warm:
-        warm.sendall(request_bytes(body))
+        warm.sendall(big)
         status, expected = read_answer(warm)
     assert status == 200
     assert len(expected) > 8 * MIB
@@ -122,8 +146,8 @@ def test_unread_answers_cost_nginx_a_bounded_buffer_each(server: Server) -> None
     unread = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(UNREAD)]
     for sock in unread:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.sendall(request_bytes(body))
-    time.sleep(8)  # every answer predicted and handed to nginx (each takes well under 1 s)
+        sock.sendall(big)
+    wait_until_answered(server, 1 + UNREAD)  # every answer is in nginx's hands
     grown = rss(nginx) - before
     try:
         # a normal client is answered at once: the workers hold none of the unread answers
@@ -137,8 +161,9 @@ def test_unread_answers_cost_nginx_a_bounded_buffer_each(server: Server) -> None
     finally:
         for sock in unread:
             sock.close()
-    # each connection: at most the configured buffers (plus nginx's own small state)
-    assert grown < UNREAD * (BUFFER_KB * 1024 + 256 * 1024) + 8 * MIB, grown / MIB
+    # each: at most its body's and its answer's buffers (plus nginx's own small state)
+    per_request = (REQUEST_BUFFER_KB + RESPONSE_BUFFER_KB) * 1024 + 256 * 1024
+    assert grown < UNREAD * per_request + 8 * MIB, grown / MIB
 
 
 def test_a_large_body_waits_on_disk_and_the_worker_holds_one_copy(server: Server) -> None:
@@ -158,8 +183,8 @@ def test_a_large_body_waits_on_disk_and_the_worker_holds_one_copy(server: Server
 
 
 def test_a_body_read_from_nginx_s_temp_file_gives_the_same_answer(server: Server) -> None:
-    body = csv_rows(600_000, seed=1)  # ~18 MB: past the 8 MiB nginx keeps in memory
-    assert len(body) > 9 * MIB
+    body = csv_rows(600_000, seed=1)  # ~18 MB: past what nginx keeps in memory
+    assert len(body) > 9 * REQUEST_BUFFER_KB * 1024
     half = body.index(b"\n", len(body) // 2) + 1
     answers = []
     for part in (body, body[:half], body[half:]):

@@ -87,6 +87,7 @@ EVERY_VARIABLE = [
     ("SMSERVE_METRICS_PATH", "/custom/metrics_v1.0", "metrics_path", "/custom/metrics_v1.0"),
     ("SMSERVE_NGINX", "/opt/nginx/sbin/nginx", "nginx", Path("/opt/nginx/sbin/nginx")),
     ("SMSERVE_RESPONSE_BUFFER_KB", "1024", "response_buffer_bytes", 1024 * 1024),
+    ("SMSERVE_REQUEST_BUFFER_KB", "64", "request_buffer_bytes", 64 * 1024),
     ("SMSERVE_RESPONSE_SPILL_MB", "0", "response_spill_bytes", 0),
     ("AWS_ENDPOINT_URL", "http://aws:4566", "s3_endpoint_url", "http://aws:4566"),
 ]

@@ -7,9 +7,10 @@ What each part is for:
   connection without an answer and answers a stalled body 408), so it never reaches gunicorn.
 * ``proxy_request_buffering on``: the whole body is read before gunicorn sees the request;
   chunked bodies arrive there with a Content-Length. ``client_max_body_size`` answers 413
-  over the limit. Up to ``BODY_MEMORY_BYTES`` of a body is held in memory; a larger one (an
-  asynchronous-inference payload, up to 1 GB) waits in a temp file in the run directory, so
-  nginx's memory does not grow with the payload limit.
+  over the limit. Up to ``request_buffer_bytes`` of a body is held in memory (for as long as
+  the request lasts: while a slow client reads its answer too); a larger one (up to 1 GB for
+  asynchronous inference) waits in a temp file in the run directory, so nginx's memory grows
+  neither with the payload limit nor with the clients that read slowly.
 * The upstream is gunicorn on a unix socket with keep-alive (HTTP/1.1, ``Connection ""``).
   Its idle timeout is shorter than gunicorn's keep-alive, so nginx never reuses a connection
   gunicorn is closing.
@@ -48,7 +49,6 @@ from smserve.media import JSON
 UPSTREAM_IDLE_S = 50  # nginx drops idle upstream connections after this; gunicorn keeps longer
 # The doors whose envelope is {"error"}: TF Serving matches /v1/ case-insensitively.
 PLAIN_ENVELOPE_LOCATIONS = ("~* ^/v1/", "/v2")
-BODY_MEMORY_BYTES = 8 * 1024 * 1024  # request body held in memory; beyond: a temp file
 BUFFER = 64 * 1024  # one response buffer
 SIDECAR_TIMEOUT_S = 10
 _NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
@@ -204,7 +204,7 @@ def _server_settings(settings: Settings) -> list[str]:
         f"client_header_timeout {settings.client_header_timeout_s}s;",
         f"client_body_timeout {settings.client_body_timeout_s}s;",
         f"client_max_body_size {limit};",
-        f"client_body_buffer_size {min(limit, BODY_MEMORY_BYTES)};",
+        f"client_body_buffer_size {min(limit, settings.request_buffer_bytes)};",
         f"large_client_header_buffers 4 {HEADER_BUFFER};",
         f"keepalive_timeout {settings.keep_alive_s}s;",
         f"keepalive_requests {settings.keepalive_requests};",

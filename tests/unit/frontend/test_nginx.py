@@ -61,7 +61,7 @@ def test_limits_and_timeouts_come_from_settings(tmp_path: Path) -> None:
     for line in (
         "listen 9000 backlog=4096;",
         "client_max_body_size 2097152;",
-        "client_body_buffer_size 2097152;",  # ordinary bodies never touch the disk
+        "client_body_buffer_size 1048576;",  # larger bodies wait in a temp file
         "client_header_timeout 3s;",
         "client_body_timeout 4s;",
         "keepalive_timeout 7s;",
@@ -79,7 +79,9 @@ def test_big_bodies_wait_in_a_temp_file_not_in_memory(tmp_path: Path) -> None:
     settings = Settings(max_payload_bytes=1024 * 1048576, timeout_s=3600)
     text = render(settings, ProxyLayout(tmp_path), as_root=False)
     assert "client_max_body_size 1073741824;" in text
-    assert f"client_body_buffer_size {8 * 1048576};" in text
+    assert "client_body_buffer_size 1048576;" in text
+    small = Settings(max_payload_bytes=100_000, request_buffer_bytes=4 * 1048576)
+    assert "client_body_buffer_size 100000;" in render(small, ProxyLayout(tmp_path), False)
     assert f'client_body_temp_path "{tmp_path / "nginx" / "client_body"}";' in text
     assert "proxy_read_timeout 3600s;" in text
 
