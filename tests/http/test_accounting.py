@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,27 @@ def test_at_debug_one_line_per_request_names_the_inference_id(
         r"POST /invocations 200 \d+\.\d\d ms model=model inference_id=req-42", lines[0]
     )
     assert re.fullmatch(r"POST /invocations 415 \d+\.\d\d ms model=model inference_id=-", lines[1])
+
+
+def test_model_loads_refusals_and_unloads(tmp_path: Path, kmeans_model_dir: Path) -> None:
+    models = tmp_path / "models"
+    for name in ("alpha", "beta"):
+        shutil.copytree(kmeans_model_dir, models / name / "model")
+    (models / "empty").mkdir()
+    size = sum(f.stat().st_size for f in (models / "alpha").rglob("*") if f.is_file())
+    settings = Settings(
+        multi_model=True, models_dir=models, runtime_dir=tmp_path, memory_budget_bytes=size
+    )
+    client = create_app(runtime.prepare(settings)).test_client()
+    assert client.post("/models", json={"model_name": "a", "url": "alpha/model"}).status_code == 200
+    assert client.post("/models", json={"model_name": "b", "url": "beta/model"}).status_code == 507
+    assert client.post("/models", json={"model_name": "e", "url": "empty"}).status_code == 400
+    assert client.delete("/models/a").status_code == 200
+    assert client.post("/models", json={"model_name": "b", "url": "beta/model"}).status_code == 200
+    found = samples(client)
+    assert found['smserve_model_loads_total{result="success"}'] == 2
+    assert found['smserve_model_loads_total{result="failure"}'] == 1
+    assert found["smserve_model_load_duration_seconds_count"] == 2
+    assert found["smserve_model_loads_refused_total"] == 1
+    assert found["smserve_model_unloads_total"] == 1
+    assert found["smserve_models_loaded"] == 1
