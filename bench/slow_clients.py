@@ -12,9 +12,10 @@ Normal clients are paced (``--rate`` requests per second each) so that on a 2-co
 clients themselves do not saturate the CPUs the server needs; each runs in its own process.
 
 ``--unread N`` runs the other slow client instead: N connections each ask for a large answer
-(~``--answer-mb``: exact SHAP contributions as JSON) and never read a byte of it, while the
-normal clients run. Reports the normal clients' p50/p99 before and during the flood, and the
-resident memory of nginx and of the workers (from /proc) before and at its peak. ``--src``
+(~``--answer-mb``: approximate contributions as JSON) and never read a byte of it; once they
+are computed, the normal clients run while the answers are held. Reports the normal clients'
+p50/p99 before and then, and the resident memory of nginx and of the workers (from /proc)
+before and at its peak (see ``unread.py``). ``--src``
 serves another tree (``PYTHONPATH``), e.g. the previous one, for a before/after comparison.
 
     .venv/bin/python bench/slow_clients.py --unread 64 [--answer-mb 10] [--src /tmp/prev/src]
