@@ -268,7 +268,9 @@ def _proxy_common() -> list[str]:
 
 
 def _log_level(settings: Settings) -> str:
-    return "info" if settings.log_level == "debug" else "warn"
+    """nginx's level for ours. Not ``warn`` below debug: nginx warns about every body or
+    answer that goes to a temp file, which bounded buffers make routine."""
+    return {"debug": "info", "critical": "crit"}.get(settings.log_level, "error")
 
 
 def _indent(lines: list[str]) -> list[str]:

@@ -110,6 +110,17 @@ def _location(text: str, match: str) -> str:
     return text.split(f"location {match} {{", 1)[1].split("\n    }", 1)[0]
 
 
+LOG_LEVELS = [("debug", "info"), ("info", "error"), ("warning", "error"), ("critical", "crit")]
+
+
+@pytest.mark.parametrize(("ours", "nginx"), LOG_LEVELS)
+def test_nginx_logs_at_our_level_without_a_warning_per_spilled_body(
+    tmp_path: Path, ours: str, nginx: str
+) -> None:
+    text = render(Settings(log_level=ours), ProxyLayout(tmp_path), as_root=False)
+    assert f"error_log stderr {nginx};" in text
+
+
 def test_as_root_the_workers_drop_to_nobody(tmp_path: Path) -> None:
     assert "user nobody nogroup;" in render(Settings(), ProxyLayout(tmp_path), as_root=True)
 
