@@ -18,12 +18,14 @@ T = TypeVar("T")
 ALGORITHMS = ("kmeans", "xgboost")
 KMEANS_DISTANCES = ("euclidean", "squared")
 XGBOOST_DEVICES = ("auto", "cpu", "cuda")
+FAST_PREDICTOR_MODES = ("auto", "off")
 LIBSVM_INDEX_BASES = ("0", "1", "auto")
 BATCH_STRATEGIES = ("MULTI_RECORD", "SINGLE_RECORD")
 # Named here because ``cls.model_dir`` on a slots dataclass is a member descriptor, not the default.
 DEFAULT_MODEL_DIR = Path("/opt/ml/model")
 DEFAULT_MODELS_DIR = Path("/opt/ml/models")
 DEFAULT_TRAINING_BASE_DIR = Path("/opt/ml")
+DEFAULT_GRPC_PORT = 8081  # MLServer's and KServe's gRPC port
 DEFAULT_MAX_MODEL_UNPACKED_MB = 2048  # generous for XGBoost and k-means; refuses archive bombs
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 # Python's numeric levels, as SAGEMAKER_CONTAINER_LOG_LEVEL gives them (the SDK's
@@ -45,6 +47,9 @@ class Settings:
 
     model_dir: Path = DEFAULT_MODEL_DIR  # SM_MODEL_DIR
     port: int = 8080  # SAGEMAKER_BIND_TO_PORT
+    bind_host: str = "0.0.0.0"  # SMSERVE_BIND_HOST: the address HTTP and gRPC listen on
+    # SMSERVE_GRPC_PORT: V2 over gRPC (0: off; off by default when SAGEMAKER_BIND_TO_PORT is
+    grpc_port: int = DEFAULT_GRPC_PORT  # set: SageMaker's pipelines may give 8081 to another)
     workers: int = 1  # SAGEMAKER_MODEL_SERVER_WORKERS (default: cpu_count)
     # What the container may use (``smserve.resources``: its cgroup limits, else the affinity
     # mask and physical memory); worker, thread and memory defaults follow from them.
@@ -88,6 +93,7 @@ class Settings:
     # SMSERVE_MAX_MODEL_UNPACKED_MB: a model.tar.gz that unpacks to more is refused unwritten
     max_model_unpacked_bytes: int = DEFAULT_MAX_MODEL_UNPACKED_MB * MIB
     xgboost_device: str = "auto"  # SMSERVE_XGBOOST_DEVICE: auto | cpu | cuda
+    fast_predictor: str = "auto"  # SMSERVE_FAST_PREDICTOR: auto | off (XGBoost on cpu)
     libsvm_index_base: str = "0"  # SMSERVE_LIBSVM_INDEX_BASE: 0 | 1 | auto
     allow_one_fewer_feature: bool = False  # SMSERVE_ALLOW_ONE_FEWER_FEATURE
     multi_model: bool = False  # SAGEMAKER_MULTI_MODEL
@@ -121,6 +127,8 @@ class Settings:
             **sizing,
             model_dir=env.path("SM_MODEL_DIR", DEFAULT_MODEL_DIR),
             port=env.integer("SAGEMAKER_BIND_TO_PORT", 8080, minimum=1),
+            bind_host=env.text("SMSERVE_BIND_HOST") or "0.0.0.0",
+            grpc_port=_grpc_port(env),
             timeout_s=env.integer("SAGEMAKER_MODEL_SERVER_TIMEOUT", 60, minimum=1),
             keep_alive_s=env.integer("SMSERVE_KEEP_ALIVE_S", 75, minimum=0),
             graceful_timeout_s=env.integer("SMSERVE_GRACEFUL_TIMEOUT_S", 25, minimum=0),
@@ -151,6 +159,7 @@ class Settings:
             )
             * MIB,
             xgboost_device=env.choice("SMSERVE_XGBOOST_DEVICE", "auto", XGBOOST_DEVICES),
+            fast_predictor=env.choice("SMSERVE_FAST_PREDICTOR", "auto", FAST_PREDICTOR_MODES),
             libsvm_index_base=env.choice("SMSERVE_LIBSVM_INDEX_BASE", "0", LIBSVM_INDEX_BASES),
             allow_one_fewer_feature=env.boolean("SMSERVE_ALLOW_ONE_FEWER_FEATURE", False),
             multi_model=env.boolean("SAGEMAKER_MULTI_MODEL", False),
@@ -220,6 +229,17 @@ class TrainingSettings:
             "output_dir": env.path("SM_OUTPUT_DIR", base / "output"),
             "channel_dirs": env.prefixed_paths("SM_CHANNEL_"),
         }
+
+
+def _grpc_port(env: _Reader) -> int:
+    default = 0 if env.text("SAGEMAKER_BIND_TO_PORT") else DEFAULT_GRPC_PORT
+    port = env.integer("SMSERVE_GRPC_PORT", default, minimum=0)
+    if port > 65535 or (port and port == env.integer("SAGEMAKER_BIND_TO_PORT", 8080)):
+        raise ConfigError(
+            f"SMSERVE_GRPC_PORT={port} is not a port of its own (1-65535, not the HTTP port "
+            "SAGEMAKER_BIND_TO_PORT), nor 0 (gRPC off)"
+        )
+    return port
 
 
 def _max_payload_bytes(env: _Reader) -> int:

@@ -17,6 +17,7 @@ from smserve.algorithms.model_files import is_pickle, read_model_file, unpickle
 from smserve.algorithms.ubjson import Truncated, UbjsonError, check_complete
 from smserve.algorithms.xgboost_approximate import LazyApproximation, spares_by_one_thread
 from smserve.algorithms.xgboost_direct import DirectPredictor, same_predictions
+from smserve.algorithms.xgboost_fast import FastSlot
 from smserve.errors import ModelLoadError
 
 logger = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ class ModelInfo:
         return self.objective.startswith("multi:")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Member:
     """One loaded booster and the trees to predict with. ``configure`` adds, on cpu,
     ``single``: a copy of the booster with nthread=1 for batches of at most SMALL_BATCH_ROWS
@@ -57,8 +58,9 @@ class Member:
     ``spare``: the booster for a prediction that spares one of the worker's CPUs (``single``
     with a share of two; None otherwise: one CPU has none to spare, and for more, one thread
     fewer would take yet another copy), ``direct``: prediction through the C API (see
-    ``xgboost_direct``), and ``approximation``: approximate contributions as one prediction
-    (see ``xgboost_approximate``)."""
+    ``xgboost_direct``), ``approximation``: approximate contributions as one prediction
+    (see ``xgboost_approximate``); and ``fast``: the fast predictor, once built in the
+    background (see ``xgboost_fast``). Weakly referenced by that build's queue."""
 
     path: Path
     booster: xgb.Booster
@@ -67,6 +69,7 @@ class Member:
     spare: xgb.Booster | None = None
     direct: DirectPredictor | None = None
     approximation: LazyApproximation | None = None
+    fast: FastSlot | None = None
 
     def booster_for(self, n_rows: int, spare_cpu: bool = False) -> xgb.Booster:
         """The booster for a batch of ``n_rows`` rows, sparing a CPU if asked and possible."""

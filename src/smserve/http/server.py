@@ -44,7 +44,9 @@ from gunicorn.app.base import BaseApplication
 
 from smserve import frontend
 from smserve.config import Settings
+from smserve.doors import Listener
 from smserve.frontend import nginx, preflight, supervisor
+from smserve.http import listeners
 from smserve.http.accounting import AccessLog
 from smserve.http.app import create_app
 from smserve.http.draining import BodyDrain
@@ -64,7 +66,7 @@ def gunicorn_options(settings: Settings, bind: str | None = None) -> dict[str, o
     socket (``unix:PATH``) behind nginx, else None: the port, for gunicorn alone."""
     options = _common_options(settings)
     if bind is None:
-        return {**options, "bind": [f"0.0.0.0:{settings.port}"]}
+        return {**options, "bind": [f"{settings.bind_host}:{settings.port}"]}
     return {**options, **_behind_proxy(settings), "bind": [bind]}
 
 
@@ -121,9 +123,11 @@ class ServingApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is 
         self, settings: Settings, app_factory: AppFactory | None = None, bind: str | None = None
     ) -> None:
         self._options = gunicorn_options(settings, bind)
+        self._settings = settings
         self._payload_limit = settings.max_payload_bytes
         self._factory = app_factory or (lambda: create_app(settings))
         self._access_log = settings.log_level == "debug"
+        self.listeners: tuple[Listener, ...] = ()  # this worker's, once loaded
         super().__init__()
 
     def load_config(self) -> None:
@@ -131,11 +135,11 @@ class ServingApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is 
             self.cfg.set(name, value)
 
     def load(self) -> WSGIApp:
-        app = self._factory()
-        if self._access_log:
-            app = AccessLog(app)
+        wsgi = self._factory()
+        app = AccessLog(wsgi) if self._access_log else wsgi
         # Outermost: a body the app did not read is drained (or the connection closed) first.
         app = BodyDrain(app, self._payload_limit)
+        self.listeners = listeners.start(self._settings, wsgi)
         # What the worker has built so far (modules, the model) lives as long as it does: out of
         # the cyclic collector's reach, a full collection scans only what requests create. (The
         # benchmark worker holds ~134,000 objects, 15-70 ms per full collection, and a request
@@ -153,8 +157,9 @@ def run(settings: Settings, app_factory: AppFactory | None = None) -> int:
     # One run directory (multi-model registry, metrics) shared by every worker forked below.
     settings = runtime.prepare(settings)
     if app_factory is None:
-        # In a child: loading runs OpenMP code, after which this master could not fork.
-        call_in_child(check_model, settings)
+        # In a child: loading runs OpenMP code, after which this master could not fork. The
+        # child only checks that the model loads: no fast predictor is built there.
+        call_in_child(check_model, settings.replace(fast_predictor="off"))
     chosen = frontend.choose(settings, nginx.find_nginx(settings))
     preflight.check_port(settings.port)  # before either binds it: a clear message, at once
     if chosen == frontend.GUNICORN:
