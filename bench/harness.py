@@ -66,6 +66,15 @@ def free_port() -> int:
 @contextlib.contextmanager
 def server(model_dir: Path, workers: int = 1, **env: str) -> Iterator[int]:
     """Run `smserve serve` on a free port until the block ends; yields the port."""
+    with served(model_dir, workers, **env) as (port, _):
+        yield port
+
+
+@contextlib.contextmanager
+def served(
+    model_dir: Path, workers: int = 1, **env: str
+) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """``server``, yielding the port and the `smserve serve` process."""
     port = free_port()
     environ = {
         **os.environ,
@@ -77,7 +86,7 @@ def server(model_dir: Path, workers: int = 1, **env: str) -> Iterator[int]:
     process = subprocess.Popen([SMSERVE, "serve"], env=environ, stdout=subprocess.DEVNULL)
     try:
         _wait_ready(port, process)
-        yield port
+        yield port, process
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -10,6 +10,15 @@ its last byte the server answered it (408) or closed it, against the configured 
 
 Normal clients are paced (``--rate`` requests per second each) so that on a 2-core machine the
 clients themselves do not saturate the CPUs the server needs; each runs in its own process.
+
+``--unread N`` runs the other slow client instead: N connections each ask for a large answer
+(~``--answer-mb``: approximate contributions as JSON) and never read a byte of it; once they
+are computed, the normal clients run while the answers are held. Reports the normal clients'
+p50/p99 before and then, and the resident memory of nginx and of the workers (from /proc)
+before and at its peak (see ``unread.py``). ``--src``
+serves another tree (``PYTHONPATH``), e.g. the previous one, for a before/after comparison.
+
+    .venv/bin/python bench/slow_clients.py --unread 64 [--answer-mb 10] [--src /tmp/prev/src]
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import harness  # noqa: E402
+import unread  # noqa: E402
 
 ROW = harness.csv_body(harness.rows(1))
 
@@ -39,9 +49,13 @@ def main() -> None:
             "SMSERVE_FRONTEND": args.frontend,
             "SMSERVE_CLIENT_HEADER_TIMEOUT_S": str(args.timeout_s),
             "SMSERVE_CLIENT_BODY_TIMEOUT_S": str(args.timeout_s),
+            **({"PYTHONPATH": args.src} if args.src else {}),
         }
-        with harness.server(model_dir, workers=2, **env) as port:
-            _run(port, args)
+        with harness.served(model_dir, workers=2, **env) as (port, process):
+            if args.unread:
+                unread.run(port, process.pid, args, _client)
+            else:
+                _run(port, args)
 
 
 def _arguments() -> argparse.Namespace:
@@ -51,6 +65,10 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--rate", type=float, default=50.0, help="requests/s per normal client")
     parser.add_argument("--timeout-s", type=int, default=10)
+    parser.add_argument("--unread", type=int, default=0, help="clients that never read")
+    parser.add_argument("--answer-mb", type=float, default=10.0)
+    parser.add_argument("--seconds", type=float, default=20.0, help="of the unread flood")
+    parser.add_argument("--src", help="serve another tree's src directory instead")
     return parser.parse_args()
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from smserve import __version__
 from smserve.config import Settings
-from smserve.errors import ClientError, ConfigError, StartupError
+from smserve.errors import ClientError, ConfigError, FrontEndError, StartupError
 from smserve.http import process
 from smserve.scoring import command as score_command
 
@@ -107,6 +107,10 @@ def _serve(args: argparse.Namespace) -> int:
     process.limit_native_threads(settings, os.environ, settings.cpu_count)
     try:
         return _start(settings, args.demo)
+    except ConfigError as exc:
+        return _fail(f"invalid configuration: {exc}")
+    except FrontEndError as exc:
+        return _fail(f"cannot start: {exc}")
     except StartupError as exc:
         return _fail(f"cannot load model: {exc}")
 

@@ -30,8 +30,18 @@ DEFAULT_MAX_MODEL_UNPACKED_MB = 2048  # generous for XGBoost and k-means; refuse
 # Bytes a request may decode to per byte of its body (``smserve.budget``): JSON's parsed objects
 # take up to about 24 per byte; columnar bodies that compress better than this need it raised.
 DEFAULT_REQUEST_MEMORY_RATIO = 64
-LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+# Python's numeric levels, as SAGEMAKER_CONTAINER_LOG_LEVEL gives them (the SDK's
+# ``container_log_level``): a number between two names means the higher one, as in logging.
+NUMERIC_LOG_LEVELS = ((10, "debug"), (20, "info"), (30, "warning"), (40, "error"), (50, "critical"))
+LOG_LEVEL_ALIASES = {"warn": "warning", "fatal": "critical"}
 FRONTENDS = ("auto", "nginx", "gunicorn")
+DEFAULT_METRICS_PATH = "/metrics"  # where SageMaker scrapes unless ContainerMetricsConfig says
+# Paths the metrics page may not take: routes of the doors, and nginx's own internal ones.
+RESERVED_PATH_PREFIXES = (
+    *("/ping", "/invocations", "/models", "/endpoints", "/v1/", "/v2"),
+    *("/execution-parameters", "/monitoring/", "/_smserve/"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +73,18 @@ class Settings:
     client_body_timeout_s: int = 10  # SMSERVE_CLIENT_BODY_TIMEOUT_S: longest stall in a body
     max_connections: int = 4096  # SMSERVE_MAX_CONNECTIONS: open client connections (nginx)
     keepalive_requests: int = 10000  # SMSERVE_KEEPALIVE_REQUESTS: requests per connection
-    log_level: str = "info"  # SMSERVE_LOG_LEVEL
+    log_level: str = "info"  # SMSERVE_LOG_LEVEL, else SAGEMAKER_CONTAINER_LOG_LEVEL
+    # SMSERVE_METRICS_PATH: the Prometheus page on the serving port (SageMaker's scrape)
+    metrics_path: str = DEFAULT_METRICS_PATH
+    nginx: Path | None = None  # SMSERVE_NGINX: the nginx executable (None: found on PATH)
+    # SMSERVE_REQUEST_BUFFER_KB: body bytes nginx holds in memory per request (for as long as
+    # the request lasts, a slowly read answer included); a larger body waits in a temp file
+    request_buffer_bytes: int = 1024 * 1024
+    # SMSERVE_RESPONSE_BUFFER_KB: answer bytes nginx holds in memory per connection; the rest
+    # of an answer a client reads slowly waits in a temp file of at most
+    # SMSERVE_RESPONSE_SPILL_MB (0: none; the worker then waits for the client)
+    response_buffer_bytes: int = 512 * 1024
+    response_spill_bytes: int = 1024 * MIB
     default_accept: str | None = None  # SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT (None: algorithm's)
     max_payload_bytes: int = 6 * MIB  # SAGEMAKER_MAX_PAYLOAD_IN_MB (MiB) or MAX_CONTENT_LENGTH
     batch_mode: bool = False  # SAGEMAKER_BATCH
@@ -121,9 +142,13 @@ class Settings:
             client_body_timeout_s=env.integer("SMSERVE_CLIENT_BODY_TIMEOUT_S", 10, minimum=1),
             max_connections=env.integer("SMSERVE_MAX_CONNECTIONS", 4096, minimum=16),
             keepalive_requests=env.integer("SMSERVE_KEEPALIVE_REQUESTS", 10000, minimum=1),
-            log_level=env.choice(
-                "SMSERVE_LOG_LEVEL", "info", ("debug", "info", "warning", "error")
-            ),
+            log_level=_log_level(env),
+            metrics_path=_metrics_path(env),
+            nginx=env.optional_path("SMSERVE_NGINX"),
+            request_buffer_bytes=env.integer("SMSERVE_REQUEST_BUFFER_KB", 1024, minimum=8) * 1024,
+            response_buffer_bytes=env.integer("SMSERVE_RESPONSE_BUFFER_KB", 512, minimum=256)
+            * 1024,
+            response_spill_bytes=env.integer("SMSERVE_RESPONSE_SPILL_MB", 1024) * MIB,
             default_accept=env.text("SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT"),
             max_payload_bytes=_max_payload_bytes(env),
             request_memory_ratio=env.integer(
@@ -182,7 +207,7 @@ class TrainingSettings:
     channel_dirs: Mapping[str, Path]  # SM_CHANNEL_<NAME> (default: <data_dir>/<name>)
     algorithm: str | None = None  # SMSERVE_ALGORITHM (None: hyperparameter or xgboost)
     libsvm_index_base: str = "0"  # SMSERVE_LIBSVM_INDEX_BASE, as when serving
-    log_level: str = "info"  # SMSERVE_LOG_LEVEL
+    log_level: str = "info"  # SMSERVE_LOG_LEVEL, else SAGEMAKER_CONTAINER_LOG_LEVEL
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TrainingSettings:
@@ -193,7 +218,7 @@ class TrainingSettings:
             **paths,
             algorithm=env.optional_choice("SMSERVE_ALGORITHM", ALGORITHMS),
             libsvm_index_base=env.choice("SMSERVE_LIBSVM_INDEX_BASE", "0", LIBSVM_INDEX_BASES),
-            log_level=env.choice("SMSERVE_LOG_LEVEL", "info", LOG_LEVELS),
+            log_level=_log_level(env),
         )
 
     @staticmethod
@@ -232,6 +257,44 @@ def _max_payload_bytes(env: _Reader) -> int:
     if mib is not None:
         return mib * MIB
     return env.integer("MAX_CONTENT_LENGTH", 6 * MIB, minimum=1)
+
+
+def _log_level(env: _Reader) -> str:
+    """SMSERVE_LOG_LEVEL (a name), else SAGEMAKER_CONTAINER_LOG_LEVEL (a number from 10 to 50
+    as Python's logging reads it, or a name), else info."""
+    ours = env.optional_choice("SMSERVE_LOG_LEVEL", LOG_LEVELS)
+    if ours is not None:
+        return ours
+    name = "SAGEMAKER_CONTAINER_LOG_LEVEL"
+    value = (env.text(name) or "info").lower()
+    if value.isdigit():
+        level = int(value)
+        found = next((n for number, n in NUMERIC_LOG_LEVELS if level <= number), None)
+        if level < 10 or found is None:
+            raise ConfigError(f"{name}={value} must be a logging level from 10 to 50")
+        return found
+    value = LOG_LEVEL_ALIASES.get(value, value)
+    if value not in LOG_LEVELS:
+        raise ConfigError(f"{name}={value!r} must be 10 to 50 or one of: {', '.join(LOG_LEVELS)}")
+    return value
+
+
+def _metrics_path(env: _Reader) -> str:
+    """What SageMaker's MetricsEndpointPath allows (letters, digits, / _ . -; no ``..``; at
+    most 256 characters), without ``//`` (nginx merges slashes) or a door's path."""
+    name = "SMSERVE_METRICS_PATH"
+    path = env.text(name) or DEFAULT_METRICS_PATH
+    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/_.-")
+    well_formed = path.startswith("/") and set(path) <= allowed and len(path) <= 256
+    if not well_formed or ".." in path or "//" in path:
+        raise ConfigError(
+            f"{name}={path!r} must be an absolute path of letters, digits and / _ . - "
+            "(no .. or //, at most 256 characters), such as /metrics"
+        )
+    taken = next((p for p in RESERVED_PATH_PREFIXES if path.startswith(p.rstrip("/"))), None)
+    if taken is not None or path == "/":
+        raise ConfigError(f"{name}={path!r} is a path the server already answers ({taken or '/'})")
+    return path
 
 
 def _sizing(env: _Reader, resources: Resources) -> dict[str, Any]:

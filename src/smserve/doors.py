@@ -39,8 +39,9 @@ class DoorRequest:
 class DoorReply:
     """One answer, written as given: ``content_type`` None means no Content-Type (an empty
     body). The metrics count it as ``verb`` (their API name: ``invocations``, ``predict``,
-    ``infer``, ...; None: not counted) for ``model``; ``version`` (the version that answered)
-    also becomes ``X-Model-Version`` on a success."""
+    ``infer``, ...; None: not counted in TF Serving's names) for ``model``; ``version`` (the
+    version that answered) also becomes ``X-Model-Version`` on a success; ``stages`` the
+    seconds its decode, predict and encode took, when the service measured them."""
 
     status: int
     body: bytes
@@ -49,6 +50,7 @@ class DoorReply:
     model: str = ""
     verb: str | None = None
     version: int | None = None
+    stages: tuple[float, float, float] | None = field(default=None, compare=False)
 
 
 class Door(Protocol):

@@ -148,3 +148,7 @@ class ConfigError(StartupError):
 
 class ModelLoadError(StartupError):
     pass
+
+
+class FrontEndError(StartupError):
+    """nginx or gunicorn cannot start, or nginx cannot reach gunicorn: the message names why."""

@@ -21,6 +21,12 @@ PARQUET = "application/x-parquet"  # the built-in XGBoost's name for a whole Par
 ARROW_STREAM = "application/vnd.apache.arrow.stream"  # Arrow IPC streaming format
 ARROW_FILE = "application/vnd.apache.arrow.file"  # Arrow IPC file (random-access) format
 OCTET_STREAM = "application/octet-stream"  # V2 bodies with binary tensors (Triton)
+# The formats the server reads (request bodies), as the metrics label them.
+READABLE = frozenset(
+    {CSV, JSON, JSONLINES, RECORDIO, LIBSVM, PARQUET, ARROW_STREAM, ARROW_FILE, OCTET_STREAM}
+)
+TEXT = "text/plain"  # TF Serving's metrics page
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus's text format
 
 # Other spellings clients send for the same formats (the built-in XGBoost container's short
 # names among them). Keys and values are lower-case essences.

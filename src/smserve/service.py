@@ -4,11 +4,16 @@ Negotiation (Content-Type and Accept) is decided before any decode or predict, s
 406 never costs a prediction, nor does a malformed or unknown ``outputs`` custom attribute (the
 request's output selection, see ``custom_attributes``). Every decoded batch passes
 ``check_finite`` (no infinities). A large, wide answer written as text is predicted and
-written in overlapping row chunks (``overlap``); the body is the same."""
+written in overlapping row chunks (``overlap``); the body is the same.
+
+``invoke`` times its three stages (four clock reads, well under a microsecond) and returns the
+seconds with the reply, for the metrics; an overlapped answer's encoding counts as predicting
+(the two run at once)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from time import perf_counter
 
 from smserve.algorithms.base import Algorithm, SelectableOutputs
 from smserve.budget import MemoryBudget
@@ -26,11 +31,13 @@ from smserve.types import Batch, Prediction
 @dataclass(frozen=True, slots=True)
 class Reply:
     """An encoded answer; ``media_type`` is the exact response Content-Type; ``outputs`` the
-    keys it holds, for an algorithm with selectable outputs (else None)."""
+    keys it holds, for an algorithm with selectable outputs (else None); ``stages`` the
+    seconds spent decoding, predicting and encoding."""
 
     body: bytes
     media_type: str
     outputs: tuple[str, ...] | None = None
+    stages: tuple[float, float, float] | None = field(default=None, compare=False)
 
 
 class InferenceService:
@@ -72,15 +79,28 @@ class InferenceService:
         outputs = self.requested(attributes)
         if not body:
             return None
+        started = perf_counter()
         batch = decoder.decode(body, media, self.context)
         check_finite(batch, decoder.media_type)
-        body = self.answer(batch, outputs, encoder)
-        return Reply(body, encoder.media_type, self.applied(outputs))
+        decoded = perf_counter()
+        if encoder.chunked and self.wide(outputs):
+            body = self.overlapped(batch, outputs, encoder)
+            predicted = perf_counter()
+        else:
+            prediction = self.predict(batch, outputs)
+            predicted = perf_counter()
+            body = encoder.encode(prediction)
+        stages = (decoded - started, predicted - decoded, perf_counter() - predicted)
+        return Reply(body, encoder.media_type, self.applied(outputs), stages)
 
     def answer(self, batch: Batch, outputs: tuple[str, ...] | None, encoder: Encoder) -> bytes:
         """The encoded prediction; ``outputs`` checked (``requested``), None: the endpoint's."""
         if not (encoder.chunked and self.wide(outputs)):
             return encoder.encode(self.predict(batch, outputs))
+        return self.overlapped(batch, outputs, encoder)
+
+    def overlapped(self, batch: Batch, outputs: tuple[str, ...] | None, encoder: Encoder) -> bytes:
+        """A wide answer predicted and encoded in overlapping row chunks (``overlap``)."""
         return self.overlap.answer(
             batch, lambda rows, spare: self.predict(rows, outputs, spare), encoder.encode
         )

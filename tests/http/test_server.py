@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import gc
 import os
+from pathlib import Path
 
 import pytest
 
 from smserve.config import Settings
 from smserve.errors import ModelLoadError, StartupError
 from smserve.frontend.nginx import UPSTREAM_IDLE_S
+from smserve.http.accounting import AccessLog
 from smserve.http.draining import BodyDrain
 from smserve.http.process import (
     M_ARENA_MAX,
@@ -39,8 +41,26 @@ def test_gunicorn_options_come_from_settings() -> None:
     assert options["preload_app"] is False
 
 
-def test_access_log_is_on_at_debug_level() -> None:
-    assert gunicorn_options(Settings(log_level="debug"))["accesslog"] == "-"
+def test_at_debug_our_access_line_replaces_gunicorn_s() -> None:
+    assert gunicorn_options(Settings(log_level="debug"))["accesslog"] is None
+    app = ServingApplication(Settings(log_level="debug"), app_factory=lambda: _wsgi_app)
+    try:
+        loaded = app.load()
+        assert isinstance(loaded, BodyDrain)
+        assert isinstance(loaded.app, AccessLog)
+        plain = ServingApplication(Settings(), app_factory=lambda: _wsgi_app).load()
+        assert plain.app is _wsgi_app
+    finally:
+        gc.unfreeze()
+
+
+def test_the_master_counts_worker_exits(tmp_path: Path) -> None:
+    hook = gunicorn_options(Settings(runtime_dir=tmp_path))["child_exit"]
+    assert callable(hook)
+    hook(None, None)
+    hook(None, None)
+    assert '"worker_restarts": 2' in (tmp_path / "metrics" / "master.json").read_text()
+    assert "child_exit" not in gunicorn_options(Settings())
 
 
 def _wsgi_app(environ: object, start_response: object) -> list[bytes]:

@@ -129,3 +129,24 @@ def test_a_source_without_a_socket_keeps_gunicorn_s_body() -> None:
     req = next_request(RequestParser(Config(), iter([request(b"1,2\n")]), ("peer", 0)))
     assert type(req.body) is Body
     assert req.body.read(100) == b"1,2\n"
+
+
+@pytest.mark.parametrize("size", [whole_body.IN_PLACE_BYTES - 1, 5 * whole_body.IN_PLACE_BYTES])
+def test_a_body_is_received_in_place_after_what_the_parser_holds(
+    pair: tuple[socket.socket, socket.socket], size: int
+) -> None:
+    server, client = pair
+    body = bytes(range(251)) * (size // 251) + b"x" * (size % 251)
+    send_later(client, request(body), pieces=5)
+    req = next_request(RequestParser(Config(), server, ("peer", 0)))
+    assert req.body.read() == body
+
+
+def test_in_place_a_body_cut_short_comes_back_short(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    server, client = pair
+    held, rest = b"h" * 100, b"r" * 3000
+    client.sendall(rest)
+    client.shutdown(socket.SHUT_WR)
+    assert whole_body.receive_after(held, server, 10_000) == held + rest

@@ -87,6 +87,12 @@ EVERY_VARIABLE = [
     ("SMSERVE_MAX_CONNECTIONS", "100", "max_connections", 100),
     ("SMSERVE_KEEPALIVE_REQUESTS", "50", "keepalive_requests", 50),
     ("AWS_ENDPOINT_URL_S3", "http://s3:9000", "s3_endpoint_url", "http://s3:9000"),
+    ("SAGEMAKER_CONTAINER_LOG_LEVEL", "10", "log_level", "debug"),
+    ("SMSERVE_METRICS_PATH", "/custom/metrics_v1.0", "metrics_path", "/custom/metrics_v1.0"),
+    ("SMSERVE_NGINX", "/opt/nginx/sbin/nginx", "nginx", Path("/opt/nginx/sbin/nginx")),
+    ("SMSERVE_RESPONSE_BUFFER_KB", "1024", "response_buffer_bytes", 1024 * 1024),
+    ("SMSERVE_REQUEST_BUFFER_KB", "64", "request_buffer_bytes", 64 * 1024),
+    ("SMSERVE_RESPONSE_SPILL_MB", "0", "response_spill_bytes", 0),
     ("AWS_ENDPOINT_URL", "http://aws:4566", "s3_endpoint_url", "http://aws:4566"),
 ]
 
@@ -134,12 +140,50 @@ def test_payload_in_mb_wins_over_max_content_length() -> None:
         ("SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS", "soon"),
         ("SMSERVE_MEMORY_BUDGET_MB", "0"),
         ("SMSERVE_MAX_MODEL_UNPACKED_MB", "0"),
+        ("SAGEMAKER_CONTAINER_LOG_LEVEL", "5"),
+        ("SAGEMAKER_CONTAINER_LOG_LEVEL", "51"),
+        ("SAGEMAKER_CONTAINER_LOG_LEVEL", "loud"),
+        ("SMSERVE_METRICS_PATH", "metrics"),
+        ("SMSERVE_METRICS_PATH", "/met rics"),
+        ("SMSERVE_METRICS_PATH", "/a//b"),
+        ("SMSERVE_METRICS_PATH", "/a/../b"),
+        ("SMSERVE_METRICS_PATH", "/metrics;"),
+        ("SMSERVE_METRICS_PATH", "/ping"),
+        ("SMSERVE_METRICS_PATH", "/v2/metrics"),
+        ("SMSERVE_METRICS_PATH", "/monitoring/prometheus/metrics"),
+        ("SMSERVE_METRICS_PATH", "/"),
+        ("SMSERVE_RESPONSE_BUFFER_KB", "100"),
     ],
     ids=lambda v: v,
 )
 def test_bad_values_name_the_variable(name: str, value: str) -> None:
     with pytest.raises(ConfigError, match=name):
         Settings.from_env({name: value})
+
+
+@pytest.mark.parametrize(
+    ("value", "level"),
+    [
+        ("10", "debug"),
+        ("15", "info"),  # as Python's logging reads 15: info and above
+        ("20", "info"),
+        ("30", "warning"),
+        ("40", "error"),
+        ("50", "critical"),
+        ("DEBUG", "debug"),
+        ("Warn", "warning"),
+        ("fatal", "critical"),
+    ],
+)
+def test_the_sdk_container_log_level(value: str, level: str) -> None:
+    assert Settings.from_env({"SAGEMAKER_CONTAINER_LOG_LEVEL": value}).log_level == level
+
+
+def test_smserve_log_level_wins_over_the_sdk_s() -> None:
+    env = {"SAGEMAKER_CONTAINER_LOG_LEVEL": "10", "SMSERVE_LOG_LEVEL": "warning"}
+    assert Settings.from_env(env).log_level == "warning"
+    assert TrainingSettings.from_env(env).log_level == "warning"
+    assert TrainingSettings.from_env({"SAGEMAKER_CONTAINER_LOG_LEVEL": "40"}).log_level == "error"
 
 
 def test_replace_applies_known_fields_only() -> None:

@@ -10,7 +10,7 @@ from smserve.config import Settings
 from smserve.errors import ConfigError, DecodeError, NotAcceptable, UnsupportedMediaType
 from smserve.media import CSV, JSON
 from smserve.service import InferenceService
-from tests.fakes import EchoAlgorithm, FakeCsvCodec, FakeJsonCodec
+from tests.fakes import EchoAlgorithm, FakeCsvCodec, FakeJsonCodec, SlowAlgorithm
 
 
 @pytest.fixture
@@ -107,3 +107,16 @@ def test_default_accept_is_matched_case_insensitively_and_without_parameters(
     reply = service.invoke(b"1,2", CSV, None)
     assert reply is not None
     assert reply.media_type == JSON
+
+
+def test_a_reply_carries_the_seconds_of_each_stage(csv_codec: FakeCsvCodec) -> None:
+    registry = CodecRegistry(decoders=[csv_codec], encoders=[csv_codec])
+    service = InferenceService(SlowAlgorithm(0.05), registry, Settings())
+    reply = service.invoke(b"1,2\n3,4\n", CSV, CSV)
+    assert reply is not None
+    assert reply.stages is not None
+    decode, predict, encode = reply.stages
+    assert predict >= 0.05  # the algorithm sleeps that long
+    assert 0 <= decode < predict
+    assert 0 <= encode < predict
+    assert reply == type(reply)(reply.body, reply.media_type, reply.outputs)  # not compared

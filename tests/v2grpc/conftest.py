@@ -16,6 +16,7 @@ from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc.service_pb2_grpc import GRPCInferenceServiceStub
 
 from smserve.config import Settings
+from smserve.metrics import Metrics
 from smserve.v2.infer import ModelSource
 from smserve.v2grpc.api import GRPCInferenceAPI
 from smserve.v2grpc.server import GrpcServer
@@ -28,13 +29,15 @@ Start = Callable[..., str]
 
 @pytest.fixture
 def start_server() -> Iterator[Start]:
-    """Start a gRPC server over a ModelSource (settings as keyword arguments); its address."""
+    """Start a gRPC server over a ModelSource (counting in ``metrics``; settings as keyword
+    arguments); its address."""
     servers: list[GrpcServer] = []
 
-    def start(source: ModelSource, **settings: Any) -> str:
+    def start(source: ModelSource, metrics: Metrics | None = None, **settings: Any) -> str:
         port = free_port()
         options = {"bind_host": "127.0.0.1", "grpc_port": port, "graceful_timeout_s": 2}
-        server = GrpcServer(GRPCInferenceAPI(source), Settings(**{**options, **settings}))
+        configured = Settings(**{**options, **settings})
+        server = GrpcServer(GRPCInferenceAPI(source), configured, metrics)
         server.start()
         servers.append(server)
         return f"127.0.0.1:{port}"

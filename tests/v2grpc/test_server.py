@@ -167,6 +167,34 @@ def test_errors_reach_tritonclient_as_status_codes(
     assert caught.value.status() == "StatusCode.NOT_FOUND"
 
 
+def test_grpc_calls_are_on_the_metrics_page_through_nginx(
+    client: triton_grpc.InferenceServerClient, served: tuple[Server, str]
+) -> None:
+    """The supervisor's page sums both workers' counts: gRPC calls beside REST requests."""
+    series = 'smserve_requests_total{door="v2grpc",model="km",format="",status="200"}'
+    before = metrics_value(served[0], series)
+    for _ in range(5):  # several channels: the kernel may hand them to either worker
+        with triton_grpc.InferenceServerClient(served[1]) as own:
+            own.infer("km", [rows_input(ROWS)])
+    deadline = time.monotonic() + 10  # each worker writes its counts within about a second
+    while metrics_value(served[0], series) < before + 5 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert metrics_value(served[0], series) == before + 5
+
+
+def metrics_value(server: Server, series: str) -> float:
+    connection = server.connection()
+    try:
+        connection.request("GET", "/metrics")
+        response = connection.getresponse()
+        assert response.status == 200
+        page = response.read().decode()
+    finally:
+        connection.close()
+    values = [line.rsplit(" ", 1)[1] for line in page.splitlines() if line.startswith(series)]
+    return float(values[0]) if values else 0.0
+
+
 def test_grpc_lives_in_the_workers_only(served: tuple[Server, str]) -> None:
     supervisor = served[0].process.pid
     master, workers = processes.gunicorn_tree(supervisor)

@@ -5,47 +5,62 @@ What each part is for:
 * ``client_header_timeout`` / ``client_body_timeout``: a client whose headers are not complete
   in time, or whose body stalls longer than allowed, is dropped (nginx closes a stalled-header
   connection without an answer and answers a stalled body 408), so it never reaches gunicorn.
-* ``proxy_request_buffering on`` with ``client_body_buffer_size`` = the payload limit: the
-  whole body is read, in memory, before gunicorn sees the request; chunked bodies arrive there
-  with a Content-Length. ``client_max_body_size`` answers 413 over the limit.
+* ``proxy_request_buffering on``: the whole body is read before gunicorn sees the request;
+  chunked bodies arrive there with a Content-Length. ``client_max_body_size`` answers 413
+  over the limit. Up to ``request_buffer_bytes`` of a body is held in memory (for as long as
+  the request lasts: while a slow client reads its answer too); a larger one (up to 1 GB for
+  asynchronous inference) waits in a temp file in the run directory, so nginx's memory grows
+  neither with the payload limit nor with the clients that read slowly.
 * The upstream is gunicorn on a unix socket with keep-alive (HTTP/1.1, ``Connection ""``).
   Its idle timeout is shorter than gunicorn's keep-alive, so nginx never reuses a connection
   gunicorn is closing.
-* Every answer nginx gives itself is a JSON envelope (an ``error_page`` per status, served by
-  an internal location), never an HTML page: the SageMaker door's ``{"error", "message"}``,
-  and under TF Serving's ``/v1/`` and V2's ``/v2`` those protocols' ``{"error"}``. An oversized
-  header (nginx's internal 494) is answered 431 Request Header Fields Too Large.
-* Responses are buffered (in memory, then in the run directory), so a client that reads
-  slowly holds an nginx buffer, not a gunicorn worker.
+* ``/ping`` and the metrics page (SMSERVE_METRICS_PATH) go to the supervisor's own socket
+  (``frontend.sidecar``), never to a worker: they answer while every worker is busy.
+* Answers are buffered: ``response_buffer_bytes`` per connection in memory, the rest in a
+  temp file of at most ``response_spill_bytes``, so a client that reads slowly (or never)
+  holds neither a gunicorn worker nor more than that much of nginx's memory. A larger answer
+  makes its worker wait for the client (at most SAGEMAKER_MODEL_SERVER_TIMEOUT between two
+  writes).
+* Every answer nginx gives itself is a JSON envelope (``frontend.error_pages``).
+* Paths are quoted, so a run directory may hold spaces.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import pwd
 import resource
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from smserve.config import Settings
-from smserve.errors import PayloadTooLarge
+from smserve.errors import ConfigError
+from smserve.frontend.error_pages import (
+    ERROR_PREFIX,
+    HEADER_BUFFER,
+    PLAIN_ERROR_PREFIX,
+    error_locations,
+    error_page_lines,
+)
+from smserve.media import JSON
 
 UPSTREAM_IDLE_S = 50  # nginx drops idle upstream connections after this; gunicorn keeps longer
-# Error pages are internal URIs, not named locations: nginx cannot redirect a request whose
-# request line it could not parse (no URI yet) to a named location.
-ERROR_PREFIX = "/_smserve/error/"
-PLAIN_ERROR_PREFIX = "/_smserve/error/plain/"  # {"error"} only: TF Serving's and V2's envelope
 # The doors whose envelope is {"error"}: TF Serving matches /v1/ case-insensitively.
 PLAIN_ENVELOPE_LOCATIONS = ("~* ^/v1/", "/v2")
-HEADER_BUFFER = "8k"  # one request line or header line; four of them for all the headers
+BUFFER = 64 * 1024  # one response buffer
+SIDECAR_TIMEOUT_S = 10
 _NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
-_UNQUOTABLE = ("'", "$", "\\")  # cannot appear in a single-quoted nginx string literally
 
 
-def find_nginx() -> str | None:
-    """The nginx executable: on PATH, or where Debian and source builds put it."""
+def find_nginx(settings: Settings) -> str | None:
+    """The nginx executable: SMSERVE_NGINX, else on PATH or where Debian and source builds
+    put it; None when there is none. Raises ConfigError when SMSERVE_NGINX is not one."""
+    if settings.nginx is not None:
+        if not (settings.nginx.is_file() and os.access(settings.nginx, os.X_OK)):
+            raise ConfigError(f"SMSERVE_NGINX={settings.nginx} is not an executable file")
+        return str(settings.nginx)
     found = shutil.which("nginx")
     if found is not None:
         return found
@@ -63,6 +78,10 @@ class ProxyLayout:
         return self.run_dir / "gunicorn.sock"
 
     @property
+    def sidecar_socket(self) -> Path:
+        return self.run_dir / "supervisor.sock"
+
+    @property
     def config_file(self) -> Path:
         return self.run_dir / "nginx.conf"
 
@@ -71,47 +90,18 @@ class ProxyLayout:
         return self.run_dir / "nginx"
 
 
-def error_pages(settings: Settings) -> dict[int, tuple[int, str]]:
-    """nginx's own status -> (status sent, message) for every error nginx answers itself."""
-    header_s, body_s = settings.client_header_timeout_s, settings.client_body_timeout_s
-    return {
-        400: (
-            400,
-            "malformed HTTP request: the request line, a header or the chunked body is "
-            "invalid (look for control characters, NUL bytes or bad header syntax)",
-        ),
-        404: (404, "no such route"),
-        405: (405, "this method is not allowed"),
-        408: (
-            408,
-            f"the request did not arrive in time: send the headers within {header_s} s "
-            f"(SMSERVE_CLIENT_HEADER_TIMEOUT_S) and never pause a body for more than "
-            f"{body_s} s (SMSERVE_CLIENT_BODY_TIMEOUT_S)",
-        ),
-        413: (413, PayloadTooLarge.over(settings.max_payload_bytes).message),
-        414: (414, f"the request line is too long: it must fit in {HEADER_BUFFER}B"),
-        494: (
-            431,
-            f"request headers too large: each header line must fit in {HEADER_BUFFER}B "
-            f"and all of them in 4 x {HEADER_BUFFER}B",
-        ),
-        500: (500, "internal server error"),
-        # A bad Transfer-Encoding or HTTP version is the client's mistake: 400, not nginx's
-        # 501/505, so that bad input never costs a 5xx (a client retrying on 5xx would loop).
-        501: (400, "unsupported Transfer-Encoding: send a Content-Length or chunked body"),
-        502: (
-            502,
-            "the model server is not answering (starting, restarting or overloaded); "
-            "retry the request",
-        ),
-        503: (503, "the server is at its connection limit; retry the request"),
-        504: (
-            504,
-            f"the model server did not answer within {settings.timeout_s} s "
-            "(SAGEMAKER_MODEL_SERVER_TIMEOUT)",
-        ),
-        505: (400, "HTTP version not supported: use HTTP/1.1 or HTTP/1.0"),
-    }
+def worker_user(as_root: bool) -> tuple[str, str] | None:
+    """The (user, group) nginx's workers run as: nobody when started as root, else None (they
+    stay this process's user)."""
+    if not as_root:
+        return None
+    import grp
+
+    try:
+        grp.getgrnam("nogroup")
+        return "nobody", "nogroup"
+    except KeyError:
+        return "nobody", grp.getgrgid(pwd.getpwnam("nobody").pw_gid).gr_name
 
 
 def render(settings: Settings, layout: ProxyLayout, as_root: bool) -> str:
@@ -147,14 +137,19 @@ def worker_connections(settings: Settings) -> int:
     return max(64, min(wanted, soft - 64))
 
 
+def quote(path: Path | str) -> str:
+    """``path`` as an nginx string: double quotes, backslash and quote escaped."""
+    return '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _main_context(settings: Settings, layout: ProxyLayout, as_root: bool) -> list[str]:
-    user = ["user nobody nogroup;"] if as_root and _has_nogroup() else []
+    user = worker_user(as_root)
     return [
         "daemon off;",
         "master_process on;",
         "worker_processes 1;",
-        *user,
-        f"pid {layout.run_dir / 'nginx.pid'};",
+        *([] if user is None else [f"user {user[0]} {user[1]};"]),
+        f"pid {quote(layout.run_dir / 'nginx.pid')};",
         f"error_log stderr {_log_level(settings)};",
         f"worker_shutdown_timeout {settings.graceful_timeout_s}s;",
         f"events {{ worker_connections {worker_connections(settings)}; multi_accept on; }}",
@@ -163,17 +158,25 @@ def _main_context(settings: Settings, layout: ProxyLayout, as_root: bool) -> lis
 
 def _http_context(settings: Settings, layout: ProxyLayout) -> list[str]:
     temp = layout.temp_dir
+    kinds = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
     return [
         "access_log off;",
         "server_tokens off;",
         "sendfile off;",
         "tcp_nodelay on;",
-        "default_type application/json;",
-        *(f"{kind}_temp_path {temp / kind};" for kind in ("client_body", "proxy")),
-        *(f"{kind}_temp_path {temp / kind};" for kind in ("fastcgi", "uwsgi", "scgi")),
-        "upstream smserve_gunicorn {",
-        f"    server unix:{layout.upstream_socket} max_fails=0;",
-        f"    keepalive {max(8, 4 * settings.workers * settings.threads)};",
+        f"default_type {JSON};",
+        *(f"{kind}_temp_path {quote(temp / kind)};" for kind in kinds),
+        *_upstream("smserve_gunicorn", layout.upstream_socket, 4 * settings.workers),
+        *_upstream("smserve_supervisor", layout.sidecar_socket, 4),
+    ]
+
+
+def _upstream(name: str, socket: Path, keepalive: int) -> list[str]:
+    """A unix-socket upstream with ``keepalive`` idle connections kept (at least 8)."""
+    return [
+        f"upstream {name} {{",
+        f"    server {quote(f'unix:{socket}')} max_fails=0;",
+        f"    keepalive {max(8, keepalive)};",
         f"    keepalive_timeout {UPSTREAM_IDLE_S}s;",
         "    keepalive_requests 1000000;",
         "}",
@@ -181,21 +184,17 @@ def _http_context(settings: Settings, layout: ProxyLayout) -> list[str]:
 
 
 def _server(settings: Settings) -> list[str]:
-    plain = _error_page_lines(settings, PLAIN_ERROR_PREFIX)
+    plain = error_page_lines(settings, PLAIN_ERROR_PREFIX)
     doors = [_proxy_location(settings, match, plain) for match in PLAIN_ENVELOPE_LOCATIONS]
+    sidecar = [_sidecar_location(path) for path in ("/ping", settings.metrics_path)]
     return [
         "server {",
         *_indent(_server_settings(settings)),
         *_indent(_proxy_location(settings, "/")),
-        *(line for location in doors for line in _indent(location)),
-        *_indent(_error_locations(settings, ERROR_PREFIX, _envelope)),
-        *_indent(_error_locations(settings, PLAIN_ERROR_PREFIX, _plain_envelope)),
+        *(line for location in [*doors, *sidecar] for line in _indent(location)),
+        *_indent(error_locations(settings)),
         "}",
     ]
-
-
-def _error_page_lines(settings: Settings, prefix: str) -> list[str]:
-    return [f"error_page {code} ={sent} {prefix}{code};" for code, (sent, _) in _pages(settings)]
 
 
 def _server_settings(settings: Settings) -> list[str]:
@@ -205,14 +204,14 @@ def _server_settings(settings: Settings) -> list[str]:
         f"client_header_timeout {settings.client_header_timeout_s}s;",
         f"client_body_timeout {settings.client_body_timeout_s}s;",
         f"client_max_body_size {limit};",
-        f"client_body_buffer_size {limit};",
+        f"client_body_buffer_size {min(limit, settings.request_buffer_bytes)};",
         f"large_client_header_buffers 4 {HEADER_BUFFER};",
         f"keepalive_timeout {settings.keep_alive_s}s;",
         f"keepalive_requests {settings.keepalive_requests};",
         f"send_timeout {settings.timeout_s}s;",
         "underscores_in_headers on;",
         "lingering_close on;",
-        *_error_page_lines(settings, ERROR_PREFIX),
+        *error_page_lines(settings, ERROR_PREFIX),
     ]
 
 
@@ -222,63 +221,57 @@ def _proxy_location(settings: Settings, match: str, extra: Sequence[str] = ()) -
         f"location {match} {{",
         *(f"    {line}" for line in extra),
         "    proxy_pass http://smserve_gunicorn;",
-        "    proxy_http_version 1.1;",
-        '    proxy_set_header Connection "";',
+        *_proxy_common(),
         "    proxy_set_header Host $http_host;",
         "    proxy_set_header X-Forwarded-For $remote_addr;",
         "    proxy_request_buffering on;",
-        "    proxy_buffering on;",
-        "    proxy_buffer_size 64k;",
-        "    proxy_buffers 256 64k;",  # up to 16 MiB of answer in memory, as needed
-        "    proxy_busy_buffers_size 1m;",
+        *(f"    {line}" for line in response_buffering(settings)),
         "    proxy_connect_timeout 5s;",
         f"    proxy_read_timeout {settings.timeout_s}s;",
         f"    proxy_send_timeout {settings.timeout_s}s;",
-        "    proxy_next_upstream off;",
         "}",
     ]
 
 
-def _error_locations(settings: Settings, prefix: str, envelope: Callable[[str], str]) -> list[str]:
+def response_buffering(settings: Settings) -> list[str]:
+    """``response_buffer_bytes`` of memory per connection (64 KiB for the first part, the
+    rest in 64 KiB buffers), then a temp file of at most ``response_spill_bytes``."""
+    count = max(3, (settings.response_buffer_bytes - BUFFER) // BUFFER)
+    busy = min(16, count - 1) * BUFFER  # nginx: less than all buffers minus one
     return [
-        f"location = {prefix}{code} {{ internal; default_type application/json; "
-        f"return {sent} '{envelope(message)}'; }}"
-        for code, (sent, message) in _pages(settings)
+        "proxy_buffering on;",
+        f"proxy_buffer_size {BUFFER // 1024}k;",
+        f"proxy_buffers {count} {BUFFER // 1024}k;",
+        f"proxy_busy_buffers_size {busy // 1024}k;",
+        f"proxy_max_temp_file_size {settings.response_spill_bytes // 1024}k;",
     ]
 
 
-def _pages(settings: Settings) -> list[tuple[int, tuple[int, str]]]:
-    return sorted(error_pages(settings).items())
+def _sidecar_location(path: str) -> list[str]:
+    """``path`` answered by the supervisor (``frontend.sidecar``)."""
+    return [
+        f"location = {path} {{",
+        "    proxy_pass http://smserve_supervisor;",
+        *_proxy_common(),
+        "    proxy_connect_timeout 2s;",
+        f"    proxy_read_timeout {SIDECAR_TIMEOUT_S}s;",
+        "}",
+    ]
 
 
-def _envelope(message: str) -> str:
-    _check_quotable(message)
-    return json.dumps({"error": message, "message": message})
-
-
-def _plain_envelope(message: str) -> str:
-    _check_quotable(message)
-    return json.dumps({"error": message})
-
-
-def _check_quotable(message: str) -> None:
-    if any(char in message for char in _UNQUOTABLE):
-        raise ValueError(f"an nginx error message cannot contain {_UNQUOTABLE}: {message!r}")
+def _proxy_common() -> list[str]:
+    return [
+        "    proxy_http_version 1.1;",
+        '    proxy_set_header Connection "";',
+        "    proxy_next_upstream off;",
+    ]
 
 
 def _log_level(settings: Settings) -> str:
-    return "info" if settings.log_level == "debug" else "warn"
+    """nginx's level for ours. Not ``warn`` below debug: nginx warns about every body or
+    answer that goes to a temp file, which bounded buffers make routine."""
+    return {"debug": "info", "critical": "crit"}.get(settings.log_level, "error")
 
 
 def _indent(lines: list[str]) -> list[str]:
     return ["    " + line for line in lines]
-
-
-def _has_nogroup() -> bool:
-    import grp
-
-    try:
-        grp.getgrnam("nogroup")
-    except KeyError:
-        return False
-    return True

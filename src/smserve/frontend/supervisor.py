@@ -1,8 +1,15 @@
 """Run gunicorn (on a unix socket) and nginx (on the port) side by side, as one server.
 
-* Start: the gunicorn master is forked first (it runs ``serve_upstream``, which never returns
-  until gunicorn stops); once its socket accepts connections, nginx starts. Both children die
-  with this process (PR_SET_PDEATHSIG), so a killed supervisor leaves no orphan listening.
+* Start: ``preflight`` checks what would otherwise fail later (the socket paths, ``nginx
+  -t``). The gunicorn master is forked first (it runs ``serve_upstream``, which never returns
+  until gunicorn stops); once its socket accepts connections, and nginx's workers can connect
+  to it, nginx starts, and this process answers ``/ping`` and the metrics page on a socket of
+  its own (``sidecar``). ``/ping`` says 200 once a probe has gone through nginx to a worker
+  and back (``probe``). Both children die with this process (PR_SET_PDEATHSIG), so a killed
+  supervisor leaves no orphan listening.
+* A front end that cannot work stops at once: a failed check, or a probe that nginx answers
+  502, stops both children and raises FrontEndError naming the cause (``smserve serve``
+  prints it and exits 2), rather than leaving a server that answers 502 forever.
 * Failure: when either child exits on its own, the other is stopped and ``run`` returns a
   non-zero status (the child's own, or 1), so the container exits and its platform restarts it.
 * SIGTERM/SIGINT: nginx is asked to quit gracefully (SIGQUIT: stop accepting, finish every
@@ -22,11 +29,17 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http import HTTPStatus
+from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 from smserve.config import Settings
-from smserve.errors import StartupError
-from smserve.frontend.nginx import ProxyLayout, find_nginx, write_config
+from smserve.errors import FrontEndError
+from smserve.frontend import preflight, probe
+from smserve.frontend.nginx import ProxyLayout, find_nginx, worker_user, write_config
+from smserve.frontend.sidecar import Sidecar
+from smserve.metrics import processes
 
 logger = logging.getLogger(__name__)
 
@@ -38,22 +51,35 @@ _PR_SET_PDEATHSIG = 1
 def run_proxied(settings: Settings, serve_upstream: Callable[[str], int]) -> int:
     """Serve ``settings.port`` through nginx; ``serve_upstream(bind)`` runs gunicorn there.
 
-    ``settings.runtime_dir`` must be a prepared run directory. Returns the exit status.
+    ``settings.runtime_dir`` must be a prepared run directory. Returns the exit status;
+    raises FrontEndError when the front end cannot work (after stopping what started).
     """
-    assert settings.runtime_dir is not None
-    layout = ProxyLayout(settings.runtime_dir)
-    nginx = find_nginx()
-    if nginx is None:
-        raise StartupError("nginx is not installed")
-    config = write_config(settings, layout)
+    layout, nginx, config = _prepared(settings)
     group = Supervisor(settings.graceful_timeout_s)
     group.install_signal_handlers()
     group.upstream = _fork(lambda: serve_upstream(f"unix:{layout.upstream_socket}"))
+    sidecar = Sidecar(layout.sidecar_socket, settings.metrics_path, layout.run_dir / "metrics")
     if not group.wait_for_upstream(layout):
         return group.stop_after_failure("gunicorn")
+    sockets = (layout.upstream_socket, layout.sidecar_socket)
+    group.check(lambda: preflight.check_reachable(sockets, worker_user(os.geteuid() == 0)))
     group.proxy = _fork(lambda: _exec_nginx(nginx, str(config)), own_group=True)
-    logger.info("listening on port %d through nginx (upstream gunicorn)", settings.port)
-    return group.wait()
+    sidecar.start(group.roles)
+    return group.serve(settings.port, layout, sidecar)
+
+
+def _prepared(settings: Settings) -> tuple[ProxyLayout, str, Path]:
+    """The run directory's layout, the nginx executable, and its configuration, checked."""
+    assert settings.runtime_dir is not None
+    layout = ProxyLayout(settings.runtime_dir)
+    nginx = find_nginx(settings)
+    if nginx is None:
+        raise FrontEndError("nginx is not installed (apt-get install nginx-light)")
+    for path in (layout.upstream_socket, layout.sidecar_socket):
+        preflight.check_socket_path(path)
+    config = write_config(settings, layout)
+    preflight.check_config(nginx, config)
+    return layout, nginx, config
 
 
 @dataclass
@@ -100,10 +126,69 @@ class Supervisor:
     def stop_after_failure(self, name: str) -> int:
         """Stop what runs after ``name`` failed to start (or a stop signal came first)."""
         if not self.stopping:
-            logger.error("%s did not start; stopping the server", name)
-            self.failed = self.statuses.get(self.upstream or -1) or 1
+            pid = self.proxy if name == "nginx" else self.upstream
+            status = self.statuses.get(pid or -1)
+            said = "" if status is None else f" (exit status {status})"
+            logger.error("%s did not start%s; stopping the server", name, said)
+            self.failed = status or 1
         self._begin_stop()
         return self.wait()
+
+    def check(self, preflight_check: Callable[[], None]) -> None:
+        """Run a check; when it raises FrontEndError, stop the children and raise it."""
+        try:
+            preflight_check()
+        except FrontEndError as exc:
+            self.abort(exc)
+
+    def abort(self, error: FrontEndError) -> NoReturn:
+        """Stop both children, then raise ``error``."""
+        logger.error("%s; stopping the server", error)
+        self.failed = 1
+        self._begin_stop()
+        self.wait()
+        raise error
+
+    def serve(self, port: int, layout: ProxyLayout, sidecar: Sidecar) -> int:
+        """Once nginx carries requests, /ping says so; then run until both children end."""
+        failed = self.await_proxy(port, layout)
+        if failed is not None:
+            return failed
+        sidecar.ready.set()
+        logger.info("listening on port %d through nginx (upstream gunicorn)", port)
+        return self.wait()
+
+    def await_proxy(self, port: int, layout: ProxyLayout) -> int | None:
+        """Wait until nginx carries a request to a worker and back: None then; else the exit
+        status to return (a child exited, or a stop came first). A 502 aborts."""
+        status = probe.through_nginx(port, self._starting)
+        if status == HTTPStatus.BAD_GATEWAY:
+            self.abort(
+                FrontEndError(
+                    f"nginx answers 502 to a request for the workers although gunicorn's "
+                    f"socket {layout.upstream_socket} accepts connections: nginx cannot use "
+                    "it (its error above says why)"
+                )
+            )
+        if status is not None:
+            return None
+        if self.stopping:
+            return self.wait()
+        name = "nginx" if self.proxy in self.statuses else "gunicorn"
+        return self.stop_after_failure(name)
+
+    def roles(self) -> dict[str, list[int]]:
+        """The server's processes by role, for the metrics page."""
+        found = {"supervisor": [os.getpid()]}
+        if self.proxy is not None:
+            found["nginx"] = processes.tree(self.proxy)
+        if self.upstream is not None:
+            found["gunicorn_master"] = [self.upstream]
+            found["worker"] = processes.children(self.upstream)
+        return found
+
+    def _starting(self) -> bool:
+        return not (self.stopping or self._exited(self.upstream) or self._exited(self.proxy))
 
     def _alive(self) -> bool:
         return any(pid is not None and pid not in self.statuses for pid in self._children())

@@ -9,12 +9,15 @@ model, so every door gives the same numbers:
 * TensorFlow Serving's REST API (``smserve.tfserving``): every path under ``/v1/``;
 * the Open Inference Protocol, KServe V2 (``smserve.v2``): every path under ``/v2``;
 
-plus the Prometheus page, summed over every worker. ``POST /invocations``, ``GET /ping`` and
-V2's ``POST .../infer`` are also answered in front of Flask, by the same doors
-(``http.fastpath``)."""
+plus the metrics pages, summed over every worker: the server's own at SMSERVE_METRICS_PATH
+(behind nginx the supervisor answers that path, so a scrape never waits for a worker; this
+route serves it with gunicorn alone) and TF Serving's names at its path. ``POST
+/invocations``, ``GET /ping`` and V2's ``POST .../infer`` are also answered in front of Flask,
+by the same doors (``http.fastpath``)."""
 
 from __future__ import annotations
 
+import os
 import re
 
 from flask import Flask, Response
@@ -25,8 +28,10 @@ from smserve.config import Settings
 from smserve.http import context, fastpath
 from smserve.http.doors import Prefix, Route, mount
 from smserve.http.errors import register_error_handlers
-from smserve.metrics import Metrics
+from smserve.media import PROMETHEUS_TEXT, TEXT
+from smserve.metrics import Metrics, page, processes
 from smserve.repository import runtime
+from smserve.repository.loading import ModelLoader
 from smserve.repository.mme import MultiModelRegistry
 from smserve.repository.modes import Models, open_models
 from smserve.sagemaker.api import SageMakerAPI
@@ -48,14 +53,16 @@ def create_app(settings: Settings, service: InferenceService | None = None) -> F
     app = Flask(__name__, static_folder=None)
     # Bodies over the limit are refused with 413, chunked ones included.
     app.config["MAX_CONTENT_LENGTH"] = settings.max_payload_bytes
-    models = open_models(settings, service)
     metrics = Metrics(settings.runtime_dir / "metrics")
+    models = open_models(settings, service, ModelLoader(settings, observer=metrics))
+    metrics.models_loaded = lambda: len(models.names())
     sagemaker = SageMakerAPI(models, settings)
     budget = MemoryBudget.of(settings)  # each request's share, for the doors that parse
     tfserving = TFServingAPI(models, settings.max_payload_bytes, budget)
     v2 = V2API(models, settings.max_payload_bytes, budget)
     mount(app, _sagemaker_routes(sagemaker, models), _prefixes(tfserving, v2))
-    app.add_url_rule(metrics_module.PATH, "metrics", lambda: _metrics_page(metrics))
+    app.add_url_rule(metrics_module.PATH, "metrics", lambda: _tfserving_page(metrics))
+    app.add_url_rule(settings.metrics_path, "smserve_metrics", lambda: _page(metrics))
     context.install(app, settings, models)
     app.extensions[context.DOORS_KEY] = context.Serving(sagemaker, v2, metrics)
     app.extensions[TFSERVING_KEY] = tfserving
@@ -89,6 +96,14 @@ def _prefixes(tfserving: TFServingAPI, v2: V2API) -> tuple[Prefix, ...]:
     return (Prefix("tfserving", API_PREFIX, tfserving), Prefix("v2", V2_PREFIX, v2))
 
 
-def _metrics_page(metrics: Metrics) -> Response:
-    """Prometheus text summed over every worker (see ``smserve.metrics``)."""
-    return Response(metrics.render(), content_type=metrics_module.CONTENT_TYPE)
+def _tfserving_page(metrics: Metrics) -> Response:
+    """TF Serving's names, summed over every worker (see ``smserve.metrics``)."""
+    return Response(metrics.render(), content_type=TEXT)
+
+
+def _page(metrics: Metrics) -> Response:
+    """The server's own page, as a worker sees the server: its master and the master's
+    workers (with gunicorn alone; behind nginx the supervisor answers this path)."""
+    master = os.getppid()
+    roles = {"gunicorn_master": [master], "worker": processes.children(master)}
+    return Response(page.render(metrics.all_counts(), roles), content_type=PROMETHEUS_TEXT)

@@ -6,7 +6,9 @@ routes), and ``Prefix``, every path a pattern matches handed to one door that pa
 routes (TF Serving matches ``/v1/`` case-insensitively and answers unknown paths under it
 itself; V2 owns ``/v2``). Prefix doors answer in a ``before_request`` hook, so Flask's routing
 404/405 never happens under their prefixes. Whatever a handler raises, or reading the body
-raises, becomes the door's own error envelope (``Door.error_reply``)."""
+raises, becomes the door's own error envelope (``Door.error_reply``). Each answer is counted
+(``http.accounting``) under its door's name: ``sagemaker`` for the routes, the prefix's name
+for a prefix door."""
 
 from __future__ import annotations
 
@@ -20,12 +22,11 @@ from typing import Any, Protocol
 from flask import Flask, Response, current_app, request
 
 from smserve.doors import Door, DoorReply, DoorRequest
-from smserve.http import context
-from smserve.metrics import Metrics
-from smserve.tfserving.status import canonical_code
+from smserve.http import accounting, context
 
 Handler = Callable[[DoorRequest], DoorReply]
 VERSION_HEADER = "X-Model-Version"
+ROUTES_DOOR = "sagemaker"  # the door every Route belongs to, as the metrics name it
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
@@ -65,7 +66,7 @@ def mount(app: Flask, routes: tuple[Route, ...], prefixes: tuple[Prefix, ...]) -
 
 def _view(route: Route) -> Callable[..., Response]:
     def view(**params: str) -> Response:
-        return answer(route.door, route.handler, route.name, params)
+        return answer(route.door, route.handler, route.name, params, ROUTES_DOOR)
 
     return view
 
@@ -74,14 +75,18 @@ def _hook(prefix: Prefix) -> Callable[[], Response | None]:
     def hook() -> Response | None:
         if prefix.pattern.fullmatch(request.path) is None:
             return None
-        return answer(prefix.door, prefix.door.handle, prefix.name, {})
+        return answer(prefix.door, prefix.door.handle, prefix.name, {}, prefix.name)
 
     return hook
 
 
-def answer(door: Door, handler: Handler, route: str, params: Mapping[str, str]) -> Response:
+def answer(
+    door: Door, handler: Handler, route: str, params: Mapping[str, str], door_name: str
+) -> Response:
     """The response to this request from ``handler``, counted in the metrics."""
+    metrics = context.current_serving().metrics
     started = time.perf_counter()
+    metrics.begin()
     door_request = DoorRequest(
         request.method, raw_path(), request.headers, query=request.args, route=route, params=params
     )
@@ -92,7 +97,7 @@ def answer(door: Door, handler: Handler, route: str, params: Mapping[str, str]) 
         reply = handler(door_request)
     except Exception as exc:
         reply = door.error_reply(exc, door_request)
-    count(context.current_serving().metrics, reply, started)
+    accounting.finish(metrics, door_name, door_request, reply, started, request.environ)
     return to_response(reply)
 
 
@@ -105,14 +110,6 @@ def raw_path_of(environ: Mapping[str, Any]) -> str:
     """``raw_path`` from a WSGI environment (gunicorn's RAW_URI, else REQUEST_URI)."""
     raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
     return str(raw).partition("?")[0] if raw else str(environ.get("PATH_INFO", ""))
-
-
-def count(metrics: Metrics, reply: DoorReply, started: float) -> None:
-    """Count one reply (not when its verb is None); its latency only for a success."""
-    if reply.verb is None:
-        return
-    latency_us = (time.perf_counter() - started) * 1e6 if reply.status < 300 else None
-    metrics.record(reply.model, canonical_code(reply.status), reply.verb, latency_us)
 
 
 def to_response(reply: DoorReply) -> Response:

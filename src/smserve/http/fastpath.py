@@ -32,8 +32,8 @@ from werkzeug.datastructures import EnvironHeaders
 
 from smserve.doors import Door, DoorReply, DoorRequest
 from smserve.errors import InvalidInput
-from smserve.http import context
-from smserve.http.doors import VERSION_HEADER, Handler, count, raw_path_of, to_response
+from smserve.http import accounting, context
+from smserve.http.doors import ROUTES_DOOR, VERSION_HEADER, Handler, raw_path_of, to_response
 from smserve.http.draining import mark_unreadable
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 INVOCATIONS = "/invocations"
 PING = "/ping"
 V2_INFER = re.compile(r"/v2/models/[^/]+(?:/versions/[^/]+)?/infer")
-_Target = tuple[Door, Handler, str]
+_Target = tuple[Door, Handler, str, str]  # door, handler, route name, door name
 
 
 class BodyIncomplete(Exception):
@@ -61,6 +61,9 @@ class FastPath:
         self.app = app
         self.flask = flask
         self.serving = context.serving_of(app)
+        sagemaker, v2 = self.serving.sagemaker, self.serving.v2
+        self._invocations: _Target = (sagemaker, sagemaker.invoke, "invocations", ROUTES_DOOR)
+        self._v2_infer: _Target = (v2, v2.handle, "v2", "v2")
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path, method = environ.get("PATH_INFO"), environ.get("REQUEST_METHOD")
@@ -76,9 +79,9 @@ class FastPath:
     def _target(self, path: str) -> _Target | None:
         """The door, handler and route name for a POST to ``path`` (None: Flask's turn)."""
         if path == INVOCATIONS:
-            return self.serving.sagemaker, self.serving.sagemaker.invoke, "invocations"
+            return self._invocations
         if V2_INFER.fullmatch(path) is not None:
-            return self.serving.v2, self.serving.v2.handle, "v2"
+            return self._v2_infer
         return None
 
     def _body_size(self, environ: WSGIEnvironment) -> int | None:
@@ -104,17 +107,19 @@ class FastPath:
     def _post(
         self, environ: WSGIEnvironment, start_response: StartResponse, size: int, target: _Target
     ) -> Iterable[bytes]:
+        metrics = self.serving.metrics
         started = time.perf_counter()
-        door, handler, route = target
+        metrics.begin()
+        door, handler, route, door_name = target
         headers = EnvironHeaders(environ)
         request = DoorRequest("POST", raw_path_of(environ), headers, route=route)
         try:
             context.check_ready(self.app)
-            body = read_exactly(environ, size)
-            reply = handler(replace(request, body=body))
+            request = replace(request, body=read_exactly(environ, size))
+            reply = handler(request)
         except Exception as exc:  # each kind becomes the answer Flask gives it
             reply = door.error_reply(exc, request)
-        count(self.serving.metrics, reply, started)
+        accounting.finish(metrics, door_name, request, reply, started, environ)
         if reply.status == HTTPStatus.OK:
             return _ok(reply, start_response)
         return to_response(reply)(environ, start_response)

@@ -16,18 +16,21 @@ from smserve import v2grpc
 from smserve.config import Settings
 from smserve.doors import Listener
 from smserve.http import context
+from smserve.metrics import Metrics
 from smserve.repository.modes import Models
 
-Start = Callable[[Settings, Models], Listener | None]
+Start = Callable[[Settings, Models, Metrics | None], Listener | None]
 STARTS: tuple[Start, ...] = (v2grpc.start,)
 
 
 def start(settings: Settings, wsgi: Any) -> tuple[Listener, ...]:
-    """Start every listener on the models of ``wsgi`` (a Flask app from ``create_app``);
-    none for an app without models (a test's own factory)."""
+    """Start every listener on the models of ``wsgi`` (a Flask app from ``create_app``),
+    counting in its metrics; none for an app without models (a test's own factory)."""
     extensions = getattr(wsgi, "extensions", {})
     models = extensions.get(context.MODELS_KEY)
     if models is None:
         return ()
-    started = (begin(settings, models) for begin in STARTS)
+    serving = extensions.get(context.DOORS_KEY)
+    metrics = serving.metrics if isinstance(serving, context.Serving) else None
+    started = (begin(settings, models, metrics) for begin in STARTS)
     return tuple(listener for listener in started if listener is not None)

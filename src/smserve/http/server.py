@@ -16,7 +16,12 @@ Shutdown. SIGTERM makes gunicorn stop accepting, let in-flight requests finish w
 ``graceful_timeout_s`` and exit 0 (SageMaker sends SIGKILL 30 s after SIGTERM).
 
 Access log. Off unless the log level is ``debug``: one log line per request costs time on the
-hot path, and SageMaker records invocations itself. Errors are always logged.
+hot path, and SageMaker records invocations itself. At debug, ``accounting.AccessLog`` writes
+one line per request (with the caller's inference id and the model that answered) instead of
+gunicorn's access log. Errors are always logged.
+
+Worker restarts. The master counts every worker that exits (gunicorn's ``child_exit`` hook)
+in the metrics directory, for ``smserve_worker_restarts_total``.
 
 Front end. With nginx installed (or SMSERVE_FRONTEND=nginx), gunicorn listens on a unix socket in
 the run directory and nginx on the port, run side by side by ``frontend.supervisor``; without
@@ -40,11 +45,13 @@ from gunicorn.app.base import BaseApplication
 from smserve import frontend
 from smserve.config import Settings
 from smserve.doors import Listener
-from smserve.frontend import nginx, supervisor
+from smserve.frontend import nginx, preflight, supervisor
 from smserve.http import listeners
+from smserve.http.accounting import AccessLog
 from smserve.http.app import create_app
 from smserve.http.draining import BodyDrain
 from smserve.http.process import call_in_child
+from smserve.metrics import count_worker_exit
 from smserve.repository import modes, runtime
 
 WSGIApp = Callable[..., Any]
@@ -81,14 +88,31 @@ def _common_options(settings: Settings) -> dict[str, object]:
         "keepalive": settings.keep_alive_s,
         "graceful_timeout": settings.graceful_timeout_s,
         "loglevel": settings.log_level,
-        "accesslog": "-" if settings.log_level == "debug" else None,
+        "accesslog": None,  # at debug, AccessLog's line instead
         "errorlog": "-",
         "preload_app": False,
         "proc_name": "smserve",
         # The control socket is a management thread plus a file under $HOME; not needed here.
         "control_socket_disable": True,
         "worker_tmp_dir": _SHM if os.path.isdir(_SHM) else None,
+        **_restart_counter(settings),
     }
+
+
+def _restart_counter(settings: Settings) -> dict[str, object]:
+    """gunicorn's ``child_exit`` hook, counting worker exits for the metrics (in the master)."""
+    if settings.runtime_dir is None:
+        return {}
+    directory = settings.runtime_dir / "metrics"
+
+    def child_exit(arbiter: object, worker: object) -> None:
+        try:
+            directory.mkdir(exist_ok=True)
+            count_worker_exit(directory)
+        except OSError:  # the run directory is going away: the server is stopping
+            pass
+
+    return {"child_exit": child_exit}
 
 
 class ServingApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is untyped
@@ -102,6 +126,7 @@ class ServingApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is 
         self._settings = settings
         self._payload_limit = settings.max_payload_bytes
         self._factory = app_factory or (lambda: create_app(settings))
+        self._access_log = settings.log_level == "debug"
         self.listeners: tuple[Listener, ...] = ()  # this worker's, once loaded
         super().__init__()
 
@@ -111,8 +136,9 @@ class ServingApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is 
 
     def load(self) -> WSGIApp:
         wsgi = self._factory()
+        app = AccessLog(wsgi) if self._access_log else wsgi
         # Outermost: a body the app did not read is drained (or the connection closed) first.
-        app = BodyDrain(wsgi, self._payload_limit)
+        app = BodyDrain(app, self._payload_limit)
         self.listeners = listeners.start(self._settings, wsgi)
         # What the worker has built so far (modules, the model) lives as long as it does: out of
         # the cyclic collector's reach, a full collection scans only what requests create. (The
@@ -125,7 +151,8 @@ class ServingApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is 
 def run(settings: Settings, app_factory: AppFactory | None = None) -> int:
     """Validate the model, then serve until gunicorn stops; returns its exit status.
 
-    Raises StartupError (ModelLoadError, ConfigError) when the model cannot be loaded.
+    Raises StartupError when the model cannot be loaded (ModelLoadError), a setting is
+    invalid (ConfigError) or the front end cannot start (FrontEndError).
     """
     # One run directory (multi-model registry, metrics) shared by every worker forked below.
     settings = runtime.prepare(settings)
@@ -133,7 +160,9 @@ def run(settings: Settings, app_factory: AppFactory | None = None) -> int:
         # In a child: loading runs OpenMP code, after which this master could not fork. The
         # child only checks that the model loads: no fast predictor is built there.
         call_in_child(check_model, settings.replace(fast_predictor="off"))
-    if frontend.choose(settings, nginx.find_nginx()) == frontend.GUNICORN:
+    chosen = frontend.choose(settings, nginx.find_nginx(settings))
+    preflight.check_port(settings.port)  # before either binds it: a clear message, at once
+    if chosen == frontend.GUNICORN:
         return serve_gunicorn(settings, app_factory)
     upstream = functools.partial(serve_gunicorn, settings, app_factory)
     return supervisor.run_proxied(settings, upstream)

@@ -6,6 +6,10 @@ with what gunicorn's parser already holds (the part of the body that came with t
 at most 8 KiB) plus one ``recv(rest, MSG_WAITALL)``, joined once: about 1.7 ms less per
 4.6 MB CSV request through nginx (BENCHMARKS.md, columnar section).
 
+A large body (an asynchronous-inference payload of up to 1 GB) is received into one buffer that
+already holds the parser's part, and handed on as that same bytes object (``receive_after``):
+the worker holds one copy of the body, not the two a join would need at its peak.
+
 Every other read (a part of the body, a chunked or close-delimited body, TLS sockets, which
 take no ``recv`` flags) is gunicorn's own, and a body that ends early, a reset or a timeout
 behaves as with gunicorn's reader: fewer bytes, then ``b""``, or the error, with the body
@@ -14,6 +18,7 @@ marked failed so that the connection is not reused.
 
 from __future__ import annotations
 
+import io
 import socket
 import ssl
 from typing import Any
@@ -54,15 +59,44 @@ class WholeBody(Body):  # type: ignore[misc]  # gunicorn is untyped
 
     def _read_rest(self, left: int) -> bytes:
         unreader = self.reader.unreader
-        held = unreader.buf.getvalue()
+        held: bytes = unreader.buf.getvalue()
         if held:
             unreader.buf.seek(0)
             unreader.buf.truncate()
         if len(held) >= left:  # the parser read past this body: keep the rest for later
             unreader.unread(held[left:])
             return bytes(held[:left])
-        rest = receive(unreader.sock, left - len(held))
-        return held + rest if held else rest
+        if not held:
+            return receive(unreader.sock, left)
+        if left < IN_PLACE_BYTES:
+            return held + receive(unreader.sock, left - len(held))
+        return receive_after(held, unreader.sock, left)
+
+
+IN_PLACE_BYTES = 1 << 20  # smaller bodies: one join is cheaper than preparing a buffer
+
+
+def receive_after(held: bytes, sock: socket.socket, size: int) -> bytes:
+    """``held`` followed by up to ``size - len(held)`` bytes from ``sock``, received in place.
+
+    The bytes are read straight into the buffer of a BytesIO sized for all of them, whose
+    ``getvalue`` then hands over that buffer itself rather than a copy (CPython does so when
+    the buffer is exactly full and no view is open; elsewhere it copies, which is only
+    slower). Fewer bytes come back when the peer closed first."""
+    buffer = io.BytesIO()
+    buffer.write(held)
+    buffer.seek(size - 1)
+    buffer.write(b"\0")  # sizes the buffer once
+    received = len(held)
+    with buffer.getbuffer() as view:
+        while received < size:
+            count = sock.recv_into(view[received:], size - received, socket.MSG_WAITALL)
+            if not count:
+                break
+            received += count
+    if received < size:
+        buffer.truncate(received)
+    return buffer.getvalue()
 
 
 def receive(sock: socket.socket, size: int) -> bytes:

@@ -1,10 +1,15 @@
-"""Loading one model version: its Algorithm, InferenceService and output descriptions."""
+"""Loading one model version: its Algorithm, InferenceService and output descriptions.
+
+Every load is reported to a ``LoadObserver`` (the metrics count loads, their duration, and
+the multi-model refusals and unloads), which the repository knows only by this protocol."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from time import perf_counter
+from typing import Protocol
 
 from smserve.algorithms.base import Algorithm
 from smserve.algorithms.confinement import confined
@@ -36,6 +41,29 @@ class ServedModel:
         return self.service.algorithm
 
 
+class LoadObserver(Protocol):
+    """What happens to models, as the metrics count it."""
+
+    def model_loaded(self, seconds: float, succeeded: bool) -> None: ...
+
+    def model_refused(self) -> None: ...
+
+    def model_unloaded(self) -> None: ...
+
+
+class Unobserved:
+    """A LoadObserver that keeps nothing (tests, the start-up check)."""
+
+    def model_loaded(self, seconds: float, succeeded: bool) -> None:
+        return None
+
+    def model_refused(self) -> None:
+        return None
+
+    def model_unloaded(self) -> None:
+        return None
+
+
 def serve(name: str, version: int, service: InferenceService, path: Path) -> ServedModel:
     """Serve a built ``service`` as ``name`` version ``version`` (learns its outputs)."""
     return ServedModel(name, version, service, path, output_specs(service.algorithm))
@@ -49,9 +77,11 @@ class ModelLoader:
         settings: Settings,
         algorithm_loader: AlgorithmLoader | None = None,
         registry: CodecRegistry | None = None,
+        observer: LoadObserver | None = None,
     ) -> None:
         self.settings = settings
         self.registry = registry or default_registry(settings)
+        self.observer: LoadObserver = observer or Unobserved()
         self._load = algorithm_loader or self._load_algorithm
 
     def _load_algorithm(self, path: Path, platform: str | None) -> Algorithm:
@@ -65,10 +95,17 @@ class ModelLoader:
     ) -> ServedModel:
         """Load the files in ``path``, reading nothing outside ``within`` when it is given
         (``algorithms.confinement``); raises ModelLoadError (or whatever the loader raises)."""
-        with confined(within):
-            algorithm = self._load(path, platform)
+        started = perf_counter()
+        try:
+            with confined(within):
+                algorithm = self._load(path, platform)
+            served = self.wrap(name, version, algorithm, path)
+        except Exception:
+            self.observer.model_loaded(perf_counter() - started, succeeded=False)
+            raise
+        self.observer.model_loaded(perf_counter() - started, succeeded=True)
         return_freed_memory()  # what parsing the files freed, so a worker keeps only models
-        return self.wrap(name, version, algorithm, path)
+        return served
 
     def wrap(self, name: str, version: int, algorithm: Algorithm, path: Path) -> ServedModel:
         """Serve an already loaded ``algorithm``."""

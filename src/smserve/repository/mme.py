@@ -118,6 +118,7 @@ class MultiModelRegistry:
             del entries[name]
             self.state.write(entries)
         self.sync()
+        self.loader.observer.model_unloaded()
         logger.info("multi-model: unloaded %s", name)
 
     def model(self, name: str) -> ServedModel:
@@ -193,6 +194,7 @@ class MultiModelRegistry:
             return
         used = sum(e.size_bytes for e in entries.values())
         if used + cost.peak > self.budget_bytes:
+            self.loader.observer.model_refused()
             raise InsufficientStorage(
                 f"Cannot load model {name} (~{_mib(cost.resident)} MiB loaded, "
                 f"~{_mib(cost.peak)} MiB while loading): {_mib(used)} MiB of the "

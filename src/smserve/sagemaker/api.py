@@ -23,6 +23,7 @@ from smserve.service import Reply
 
 TARGET_HEADER = "X-Amzn-SageMaker-Target-Model"
 CUSTOM_ATTRIBUTES_HEADER = "X-Amzn-SageMaker-Custom-Attributes"
+INFERENCE_ID_HEADER = "X-Amzn-SageMaker-Inference-Id"  # the caller's id; logged at debug
 INVOCATIONS = "invocations"  # the metrics' API name, and the routes that count as one
 INVOCATION_ROUTES = frozenset({"invocations", "endpoint_invocations", "invoke_model"})
 
@@ -98,4 +99,5 @@ def reply_of(reply: Reply | None, served: ServedModel) -> DoorReply:
         served.name,
         INVOCATIONS,
         served.version,
+        reply.stages,
     )

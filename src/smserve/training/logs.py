@@ -21,7 +21,7 @@ from contextlib import contextmanager
 METRICS_LOGGER = "smserve.training.metrics"
 FIELD_SEPARATOR = "#011"
 HOST = "algo-1"  # single-host training: SageMaker names the first host algo-1
-LEVELS = ("debug", "info", "warning", "error")
+LEVELS = ("debug", "info", "warning", "error", "critical")
 
 metrics = logging.getLogger(METRICS_LOGGER)
 

@@ -11,16 +11,18 @@ from __future__ import annotations
 from smserve.budget import MemoryBudget
 from smserve.config import Settings
 from smserve.doors import Listener
+from smserve.metrics import Metrics
 from smserve.v2.infer import ModelSource
 
 
-def start(settings: Settings, models: ModelSource) -> Listener | None:
-    """The started gRPC server of this worker (None: gRPC is off); raises StartupError."""
+def start(settings: Settings, models: ModelSource, metrics: Metrics | None) -> Listener | None:
+    """The started gRPC server of this worker (None: gRPC is off), counting its calls in
+    ``metrics``; raises StartupError."""
     if not settings.grpc_port:
         return None
     from smserve.v2grpc.api import GRPCInferenceAPI  # grpcio and the messages, only here
     from smserve.v2grpc.server import GrpcServer
 
-    server = GrpcServer(GRPCInferenceAPI(models, MemoryBudget.of(settings)), settings)
+    server = GrpcServer(GRPCInferenceAPI(models, MemoryBudget.of(settings)), settings, metrics)
     server.start()
     return server

@@ -23,6 +23,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any
 
 import grpc
@@ -30,6 +31,8 @@ from google.protobuf.message import DecodeError
 
 from smserve.config import Settings
 from smserve.errors import InvalidInput, StartupError
+from smserve.metrics import Metrics
+from smserve.v2grpc.accounting import RpcCount
 from smserve.v2grpc.api import GRPCInferenceAPI, Method
 from smserve.v2grpc.protocol import MESSAGES, METHODS, SERVICE
 from smserve.v2grpc.status import status_of
@@ -61,10 +64,14 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
 
 class GrpcServer:
     """One worker's gRPC server: ``start`` returns once it listens (or raises StartupError),
-    ``begin_stop`` stops taking calls, ``wait_stopped`` waits for those in flight."""
+    ``begin_stop`` stops taking calls, ``wait_stopped`` waits for those in flight. Every
+    call is counted in ``metrics`` (None: not counted)."""
 
-    def __init__(self, api: GRPCInferenceAPI, settings: Settings) -> None:
+    def __init__(
+        self, api: GRPCInferenceAPI, settings: Settings, metrics: Metrics | None = None
+    ) -> None:
         self.api = api
+        self.metrics = metrics
         self.address = f"{settings.bind_host}:{settings.grpc_port}"
         self.options = server_options(settings)
         self.grace_s = float(settings.graceful_timeout_s)
@@ -109,7 +116,7 @@ class GrpcServer:
 
     async def _serve(self) -> None:
         server = grpc.aio.server(options=self.options)
-        server.add_generic_rpc_handlers((_handler(self.api),))
+        server.add_generic_rpc_handlers((_handler(self.api, self.metrics),))
         server.add_insecure_port(self.address)  # raises RuntimeError when it cannot bind
         await server.start()
         self._loop, self._server = asyncio.get_running_loop(), server
@@ -117,28 +124,32 @@ class GrpcServer:
         await server.wait_for_termination()
 
 
-def _handler(api: GRPCInferenceAPI) -> grpc.GenericRpcHandler:
+def _handler(api: GRPCInferenceAPI, metrics: Metrics | None) -> grpc.GenericRpcHandler:
     methods = api.methods
     return grpc.method_handlers_generic_handler(
         SERVICE,
         {
-            name: grpc.unary_unary_rpc_method_handler(_behavior(name, methods[name]))
+            name: grpc.unary_unary_rpc_method_handler(_behavior(name, methods[name], metrics))
             for name in METHODS
         },
     )
 
 
-def _behavior(name: str, method: Method) -> Behavior:
+def _behavior(name: str, method: Method, metrics: Metrics | None) -> Behavior:
     """An RPC answered on the event loop: bytes in (parsed here, so that a malformed message
-    is INVALID_ARGUMENT, not grpcio's INTERNAL), bytes out."""
+    is INVALID_ARGUMENT, not grpcio's INTERNAL), bytes out; counted in ``metrics``."""
     request_class = MESSAGES[METHODS[name][0]]
 
     async def behave(data: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
+        count, request = RpcCount(metrics), None
         try:
-            reply: bytes = method(_parse(request_class, data)).SerializeToString()
+            request = _parse(request_class, data)
+            reply: bytes = method(request).SerializeToString()
+            count.done(request, HTTPStatus.OK, (len(data), len(reply)))
             return reply
         except Exception as exc:  # noqa: BLE001  # every failure becomes a status
-            code, message = status_of(exc, name)
+            status, code, message = status_of(exc, name)
+        count.done(request, status, (len(data), 0))
         await context.abort(code, message)
         raise AssertionError("abort returned")  # pragma: no cover  # abort always raises
 

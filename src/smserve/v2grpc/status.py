@@ -25,10 +25,11 @@ CODES: Mapping[int, grpc.StatusCode] = {
 }
 
 
-def status_of(exc: Exception, method: str) -> tuple[grpc.StatusCode, str]:
-    """The code and message for ``exc``, raised answering ``method``; logged as every door
-    logs (a server fault with its traceback, a client's mistake at debug level)."""
+def status_of(exc: Exception, method: str) -> tuple[int, grpc.StatusCode, str]:
+    """The REST door's HTTP status (what the metrics count), the gRPC code and the message for
+    ``exc``, raised answering ``method``; logged as every door logs (a server fault with its
+    traceback, a client's mistake at debug level)."""
     if isinstance(exc, ModelNotFound):
-        return grpc.StatusCode.NOT_FOUND, not_found_message(exc)
+        return HTTPStatus.NOT_FOUND, grpc.StatusCode.NOT_FOUND, not_found_message(exc)
     failure = describe(exc, f"gRPC {method}")
-    return CODES.get(failure.status, grpc.StatusCode.INTERNAL), failure.message
+    return failure.status, CODES.get(failure.status, grpc.StatusCode.INTERNAL), failure.message

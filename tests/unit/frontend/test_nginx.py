@@ -13,19 +13,31 @@ import pytest
 from smserve import frontend
 from smserve.config import Settings
 from smserve.errors import ConfigError, PayloadTooLarge
-from smserve.frontend.nginx import ProxyLayout, error_pages, find_nginx, render, write_config
+from smserve.frontend.error_pages import error_pages
+from smserve.frontend.nginx import ProxyLayout, find_nginx, render, write_config
 
 
 def nginx_or_fail() -> str:
-    found = find_nginx()
+    found = find_nginx(Settings())
     if found is None:
         pytest.fail("nginx is not installed: ./run-tests installs it (apt-get install nginx-light)")
     return found
 
 
-def test_nginx_accepts_the_rendered_config(tmp_path: Path) -> None:
-    settings = Settings(port=18080, runtime_dir=tmp_path, max_payload_bytes=3 * 1048576)
-    config = write_config(settings, ProxyLayout(tmp_path))
+SETTINGS_NGINX_MUST_ACCEPT = [
+    Settings(port=18080, max_payload_bytes=3 * 1048576),
+    # an asynchronous-inference endpoint: 1 GB bodies, an hour per request
+    Settings(port=18080, max_payload_bytes=1024 * 1048576, timeout_s=3600),
+    Settings(port=18080, response_buffer_bytes=256 * 1024, response_spill_bytes=0),
+    Settings(port=18080, response_buffer_bytes=64 * 1048576, metrics_path="/a/b-c_d.e"),
+]
+
+
+@pytest.mark.parametrize("settings", SETTINGS_NGINX_MUST_ACCEPT)
+def test_nginx_accepts_the_rendered_config(tmp_path: Path, settings: Settings) -> None:
+    run_dir = tmp_path / 'a "q" b'
+    run_dir.mkdir()
+    config = write_config(settings, ProxyLayout(run_dir))
     checked = subprocess.run(
         [nginx_or_fail(), "-t", "-c", str(config), "-e", "stderr"],
         capture_output=True,
@@ -49,16 +61,64 @@ def test_limits_and_timeouts_come_from_settings(tmp_path: Path) -> None:
     for line in (
         "listen 0.0.0.0:9000 backlog=4096;",
         "client_max_body_size 2097152;",
-        "client_body_buffer_size 2097152;",  # ordinary bodies never touch the disk
+        "client_body_buffer_size 1048576;",  # larger bodies wait in a temp file
         "client_header_timeout 3s;",
         "client_body_timeout 4s;",
         "keepalive_timeout 7s;",
         "proxy_read_timeout 33s;",
+        "send_timeout 33s;",
         "proxy_request_buffering on;",
-        f"server unix:{tmp_path / 'gunicorn.sock'} max_fails=0;",
+        f'server "unix:{tmp_path / "gunicorn.sock"}" max_fails=0;',
+        f'server "unix:{tmp_path / "supervisor.sock"}" max_fails=0;',
     ):
         assert line in text
     assert "user " not in text  # only root can switch users
+
+
+def test_big_bodies_wait_in_a_temp_file_not_in_memory(tmp_path: Path) -> None:
+    settings = Settings(max_payload_bytes=1024 * 1048576, timeout_s=3600)
+    text = render(settings, ProxyLayout(tmp_path), as_root=False)
+    assert "client_max_body_size 1073741824;" in text
+    assert "client_body_buffer_size 1048576;" in text
+    small = Settings(max_payload_bytes=100_000, request_buffer_bytes=4 * 1048576)
+    assert "client_body_buffer_size 100000;" in render(small, ProxyLayout(tmp_path), False)
+    assert f'client_body_temp_path "{tmp_path / "nginx" / "client_body"}";' in text
+    assert "proxy_read_timeout 3600s;" in text
+
+
+def test_answers_are_held_in_bounded_memory_then_a_bounded_temp_file(tmp_path: Path) -> None:
+    settings = Settings(response_buffer_bytes=512 * 1024, response_spill_bytes=300 * 1048576)
+    location = _location(render(settings, ProxyLayout(tmp_path), as_root=False), "/")
+    for line in (
+        "proxy_buffering on;",
+        "proxy_buffer_size 64k;",
+        "proxy_buffers 7 64k;",  # 64 KiB + 7 x 64 KiB = 512 KiB per connection
+        "proxy_max_temp_file_size 307200k;",
+    ):
+        assert line in location
+
+
+def test_ping_and_the_metrics_page_go_to_the_supervisor(tmp_path: Path) -> None:
+    text = render(Settings(metrics_path="/ops/m"), ProxyLayout(tmp_path), as_root=False)
+    for path in ("/ping", "/ops/m"):
+        location = _location(text, f"= {path}")
+        assert "proxy_pass http://smserve_supervisor;" in location
+    assert "proxy_pass http://smserve_gunicorn;" in _location(text, "/")
+
+
+def _location(text: str, match: str) -> str:
+    return text.split(f"location {match} {{", 1)[1].split("\n    }", 1)[0]
+
+
+LOG_LEVELS = [("debug", "info"), ("info", "error"), ("warning", "error"), ("critical", "crit")]
+
+
+@pytest.mark.parametrize(("ours", "nginx"), LOG_LEVELS)
+def test_nginx_logs_at_our_level_without_a_warning_per_spilled_body(
+    tmp_path: Path, ours: str, nginx: str
+) -> None:
+    text = render(Settings(log_level=ours), ProxyLayout(tmp_path), as_root=False)
+    assert f"error_log stderr {nginx};" in text
 
 
 def test_as_root_the_workers_drop_to_nobody(tmp_path: Path) -> None:
