@@ -32,6 +32,7 @@ class Route:
     action: str
     model: str = ""
     version: int | None = None
+    allowed: str = ""  # with ``method_not_allowed``: the one method the path answers
 
 
 def is_api_path(path: str) -> bool:
@@ -59,7 +60,7 @@ def _model_action(kind: str | None) -> str:
 
 def _checked(method: str, allowed: str, route: Route) -> Route:
     if method != allowed:
-        return Route(NOT_ALLOWED, route.model, route.version)
+        return Route(NOT_ALLOWED, route.model, route.version, allowed)
     return route
 
 
