@@ -9,30 +9,40 @@ model, so every door gives the same numbers:
 * TensorFlow Serving's REST API (``smserve.tfserving``): every path under ``/v1/``;
 * the Open Inference Protocol, KServe V2 (``smserve.v2``): every path under ``/v2``;
 
-plus the Prometheus page, summed over every worker. ``POST /invocations``, ``GET /ping`` and
-V2's ``POST .../infer`` are also answered in front of Flask, by the same doors
-(``http.fastpath``)."""
+plus the Prometheus page, summed over every worker, and ``GET /openapi.json``: every route
+above described in OpenAPI 3.1, assembled from each door's own description (its
+``openapi`` module) and the codec registry's media types. ``POST /invocations``,
+``GET /ping`` and V2's ``POST .../infer`` are also answered in front of Flask, by the same
+doors (``http.fastpath``)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from flask import Flask, Response
 
+import smserve
 from smserve import metrics as metrics_module
+from smserve import openapi
+from smserve.codecs import default_registry
 from smserve.config import Settings
 from smserve.http import context, fastpath
 from smserve.http.doors import Prefix, Route, mount
 from smserve.http.errors import register_error_handlers
+from smserve.media import JSON
 from smserve.metrics import Metrics
 from smserve.repository import runtime
 from smserve.repository.mme import MultiModelRegistry
 from smserve.repository.modes import Models, open_models
+from smserve.sagemaker import openapi as sagemaker_openapi
 from smserve.sagemaker.api import SageMakerAPI
 from smserve.sagemaker.mme import MultiModelAPI
 from smserve.service import InferenceService
+from smserve.tfserving import openapi as tfserving_openapi
 from smserve.tfserving.api import TFServingAPI
 from smserve.tfserving.routes import API_PREFIX
+from smserve.v2 import openapi as v2_openapi
 from smserve.v2.api import V2API
 
 V2_PREFIX = re.compile(r"/v2(?:/.*)?", re.DOTALL)
@@ -54,6 +64,8 @@ def create_app(settings: Settings, service: InferenceService | None = None) -> F
     v2 = V2API(models, settings.max_payload_bytes)
     mount(app, _sagemaker_routes(sagemaker, models), _prefixes(tfserving, v2))
     app.add_url_rule(metrics_module.PATH, "metrics", lambda: _metrics_page(metrics))
+    document = _openapi_document(settings, models, service)
+    app.add_url_rule(openapi.PATH, "openapi", lambda: Response(document, content_type=JSON))
     context.install(app, settings, models)
     app.extensions[context.DOORS_KEY] = context.Serving(sagemaker, v2, metrics)
     app.extensions[TFSERVING_KEY] = tfserving
@@ -85,6 +97,31 @@ def _sagemaker_routes(api: SageMakerAPI, models: Models) -> tuple[Route, ...]:
 
 def _prefixes(tfserving: TFServingAPI, v2: V2API) -> tuple[Prefix, ...]:
     return (Prefix("tfserving", API_PREFIX, tfserving), Prefix("v2", V2_PREFIX, v2))
+
+
+def _openapi_document(
+    settings: Settings, models: Models, service: InferenceService | None
+) -> bytes:
+    """Every route this app answers, from the doors' descriptions of themselves."""
+    registry = service.registry if service is not None else default_registry(settings)
+    multi_model = isinstance(models, MultiModelRegistry)
+    fragments = (
+        sagemaker_openapi.fragment(
+            registry.decodable, registry.offers, multi_model=multi_model, lines=settings.batch_mode
+        ),
+        tfserving_openapi.fragment(),
+        v2_openapi.fragment(),
+        openapi.Fragment(
+            {
+                metrics_module.PATH: openapi.text_page(
+                    "tfserving_metrics",
+                    "TF Serving's metrics (Prometheus text)",
+                    metrics_module.CONTENT_TYPE,
+                )
+            }
+        ),
+    )
+    return json.dumps(openapi.assemble("smserve", smserve.__version__, fragments)).encode()
 
 
 def _metrics_page(metrics: Metrics) -> Response:

@@ -21,6 +21,8 @@ _SERVER = re.compile(r"/v2/?|/v2/health/(live|ready)")
 _MODEL = re.compile(r"/v2/models/([^/]+)(?:/versions/([0-9]+))?(?:/(infer|ready))?")
 _INT64_MAX = 2**63 - 1
 NOT_FOUND = "not_found"
+SERVER_ACTIONS = ("server_metadata", "live", "ready")
+MODEL_ACTIONS = ("model_metadata", "model_ready", "infer")  # with or without a version
 NOT_ALLOWED = "method_not_allowed"
 
 
