@@ -146,7 +146,11 @@ class MultiModelRegistry:
 
     def _resolve(self, url: str) -> Path:
         root = self.models_dir.resolve()
-        path = (root / url).resolve()  # an absolute url replaces root
+        try:
+            path = (root / url).resolve()  # an absolute url replaces root
+            path.exists()  # the OS's own objections, below; "does not exist" is asked after
+        except (ValueError, OSError) as exc:  # a NUL byte, a lone surrogate, a name too long
+            raise InvalidInput(f"url {url!r} is not a usable path: {exc}") from None
         if not path.is_relative_to(root):
             raise InvalidInput(
                 f"url {url!r} is outside the models directory {root} (SMSERVE_MODELS_DIR)"
