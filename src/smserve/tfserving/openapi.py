@@ -62,7 +62,17 @@ def fragment() -> Fragment:
         paths[f"{base}/metadata"] = {**shared, **_metadata(suffix)}
         for verb in VERBS:
             paths[f"{base}:{verb}"] = {**shared, **_verb(verb, suffix)}
+    for item in paths.values():
+        _any_path_for_preflight(item)
     return Fragment(paths, _schemas())
+
+
+def _any_path_for_preflight(item: JsonObject) -> None:
+    """The preflight answers any path under /v1/ without reading it (as TF Serving does), so
+    its path parameters are any string: they override the path item's patterns."""
+    preflight = item["options"]
+    loose = [{**parameter, "schema": {"type": "string"}} for parameter in item["parameters"]]
+    preflight["parameters"] = [*loose, *preflight.get("parameters", [])]
 
 
 def _with_preflight(method: str, spec: Operation) -> JsonObject:
