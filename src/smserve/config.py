@@ -27,6 +27,9 @@ DEFAULT_MODELS_DIR = Path("/opt/ml/models")
 DEFAULT_TRAINING_BASE_DIR = Path("/opt/ml")
 DEFAULT_GRPC_PORT = 8081  # MLServer's and KServe's gRPC port
 DEFAULT_MAX_MODEL_UNPACKED_MB = 2048  # generous for XGBoost and k-means; refuses archive bombs
+# Bytes a request may decode to per byte of its body (``smserve.budget``): JSON's parsed objects
+# take up to about 24 per byte; columnar bodies that compress better than this need it raised.
+DEFAULT_REQUEST_MEMORY_RATIO = 64
 LOG_LEVELS = ("debug", "info", "warning", "error")
 FRONTENDS = ("auto", "nginx", "gunicorn")
 
@@ -49,6 +52,8 @@ class Settings:
     # SMSERVE_REQUEST_MEMORY_MB: what one request may make a worker allocate (default: half of
     # memory_limit_bytes shared among every request thread of every worker)
     request_memory_bytes: int = 512 * MIB
+    # SMSERVE_REQUEST_MEMORY_RATIO: bytes a request may decode to per byte of its body
+    request_memory_ratio: int = DEFAULT_REQUEST_MEMORY_RATIO
     threads: int = 1  # SMSERVE_THREADS: request threads per worker
     timeout_s: int = 60  # SAGEMAKER_MODEL_SERVER_TIMEOUT
     keep_alive_s: int = 75  # SMSERVE_KEEP_ALIVE_S: idle keep-alive connections are kept this long
@@ -121,6 +126,9 @@ class Settings:
             ),
             default_accept=env.text("SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT"),
             max_payload_bytes=_max_payload_bytes(env),
+            request_memory_ratio=env.integer(
+                "SMSERVE_REQUEST_MEMORY_RATIO", DEFAULT_REQUEST_MEMORY_RATIO, minimum=1
+            ),
             batch_mode=env.boolean("SAGEMAKER_BATCH", False),
             batch_strategy=env.choice("SAGEMAKER_BATCH_STRATEGY", "MULTI_RECORD", BATCH_STRATEGIES),
             max_concurrent_transforms=env.optional_integer("SAGEMAKER_MAX_CONCURRENT_TRANSFORMS"),

@@ -23,6 +23,26 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import ClassVar
 
+EXCERPT_CHARS = 64  # of a client's text quoted in a message (a name, a token, a value)
+MESSAGE_CHARS = 2048  # of a whole message; longer ones keep their start and end
+
+
+def excerpt(text: str, most: int = EXCERPT_CHARS) -> str:
+    """``text`` as an error message may quote it: at most ``most`` characters, the cut
+    said. A client's value can be megabytes long; its answer must not be."""
+    if len(text) <= most:
+        return text
+    return f"{text[:most]}...({len(text) - most} more characters)"
+
+
+def bounded(message: str) -> str:
+    """``message`` cut to ``MESSAGE_CHARS`` in the middle (the start says what, the end how
+    to fix it): the last guard, for a message that quotes more than it should."""
+    if len(message) <= MESSAGE_CHARS:
+        return message
+    half = MESSAGE_CHARS // 2
+    return f"{message[:half]} ...({len(message) - 2 * half} characters cut)... {message[-half:]}"
+
 
 class ServingError(Exception):
     """Base of every error a request can end with; ``status`` picks the HTTP status."""

@@ -2,8 +2,9 @@
 
 Every door builds its error envelope from a Failure (``{"error", "message"}`` for SageMaker,
 ``{"error"}`` for TF Serving and V2), so statuses, messages and logging never differ between
-doors. A ServingError carries its own status and client-safe message; anything else is a
-500 with a fixed message, its traceback in the log only."""
+doors. A ServingError carries its own status and client-safe message (never longer than
+``errors.MESSAGE_CHARS``); anything else is a 500 with a fixed message, its traceback in the
+log only."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import logging
 from dataclasses import dataclass
 from http import HTTPStatus
 
-from smserve.errors import ServingError
+from smserve.errors import ServingError, bounded
 
 logger = logging.getLogger(__name__)
 
@@ -34,4 +35,4 @@ def describe(exc: Exception, where: str) -> Failure:
         logger.error("%s failed: %s", where, exc.message, exc_info=exc)
     else:
         logger.debug("%s: %d %s", where, exc.status, exc.message)
-    return Failure(int(exc.status), exc.message)
+    return Failure(int(exc.status), bounded(exc.message))

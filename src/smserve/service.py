@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from smserve.algorithms.base import Algorithm, SelectableOutputs
+from smserve.budget import MemoryBudget
 from smserve.codecs import CodecRegistry
 from smserve.codecs.base import DecodeContext, Encoder
 from smserve.codecs.finite import check_finite
@@ -43,7 +44,10 @@ class InferenceService:
         overlap: Overlap = PROCESS_OVERLAP,
     ) -> None:
         self.algorithm = algorithm
-        self.context = DecodeContext(algorithm.feature_names)  # what decoders may know of it
+        # What decoders may know of the model, and each request's memory budget.
+        self.context = DecodeContext(
+            algorithm.feature_names, algorithm.n_features, MemoryBudget.of(settings)
+        )
         self.registry = registry
         self.default_accept = _default_accept(settings, algorithm, registry)
         # Checked once: a runtime Protocol check costs microseconds per request.

@@ -144,8 +144,8 @@ def test_pagination(client: FlaskClient) -> None:
         ({"model_name": "x", "url": "missing/model"}, "does not exist"),
         # schemathesis found the first a 500: the OS's refusals are the client's mistake too
         ({"model_name": "x", "url": "alpha\u0000/model"}, "not a usable path"),
-        ({"model_name": "x", "url": "alpha/\udb45"}, "not a usable path"),
-        ({"model_name": "x", "url": "a" * 5000}, "not a usable path"),
+        ({"model_name": "x", "url": "alpha/\udb45"}, "must be JSON"),  # orjson refuses it
+        ({"model_name": "x", "url": "a" * 300}, "not a usable path"),  # over NAME_MAX
         ({"model_name": "", "url": "alpha/model"}, "model_name"),
         ({"url": "alpha/model"}, "model_name"),
         ([1, 2], "JSON object"),
@@ -191,3 +191,22 @@ def test_concurrent_loads_of_one_name_register_it_once(settings: Settings) -> No
     for thread in threads:
         thread.join()
     assert sorted(statuses) == [200, 409, 409, 409]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        (b"[" * 30_000 + b"]" * 30_000, 400, "the body must be JSON"),
+        (b'{"model_name": "\\ud800", "url": "alpha/model"}', 400, "the body must be JSON"),
+        (b'{"model_name": "a", "url": "' + b"x" * 70_000 + b'"}', 413, "at most 65536 bytes"),
+        (b"[1, 2]", 400, "must be a JSON object"),
+    ],
+    ids=["deeply-nested", "lone-surrogate", "oversized", "not-an-object"],
+)
+def test_a_hostile_registration_body_is_a_4xx(
+    client: FlaskClient, body: bytes, status: int, message: str
+) -> None:
+    """A deeply nested document was a RecursionError (a 500); none is ever parsed whole now."""
+    response = client.post("/models", data=body, content_type="application/json")
+    assert response.status_code == status
+    assert message in response.get_json()["message"]

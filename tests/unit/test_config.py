@@ -77,6 +77,7 @@ EVERY_VARIABLE = [
     ("SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS", "0.5", "poll_interval_s", 0.5),
     ("SMSERVE_MEMORY_BUDGET_MB", "512", "memory_budget_bytes", 512 * MIB),
     ("SMSERVE_REQUEST_MEMORY_MB", "300", "request_memory_bytes", 300 * MIB),
+    ("SMSERVE_REQUEST_MEMORY_RATIO", "128", "request_memory_ratio", 128),
     ("SMSERVE_MAX_MODEL_UNPACKED_MB", "100", "max_model_unpacked_bytes", 100 * MIB),
     ("SMSERVE_RUNTIME_DIR", "/run/smserve", "runtime_dir", Path("/run/smserve")),
     ("SMSERVE_CACHE_DIR", "/cache", "cache_dir", Path("/cache")),

@@ -71,3 +71,28 @@ def test_4xx_errors_are_client_errors(cls: type[errors.ServingError]) -> None:
 def test_startup_errors_are_not_http_errors(cls: type[Exception]) -> None:
     assert issubclass(cls, errors.StartupError)
     assert not issubclass(cls, errors.ServingError)
+
+
+def test_an_excerpt_keeps_short_text_and_cuts_long_text_saying_so() -> None:
+    assert errors.excerpt("age") == "age"
+    cut = errors.excerpt("x" * 5_000_000)
+    rest = 5_000_000 - errors.EXCERPT_CHARS
+    assert cut == "x" * errors.EXCERPT_CHARS + f"...({rest} more characters)"
+
+
+def test_a_bounded_message_keeps_its_start_and_its_end() -> None:
+    message = "text/csv: " + "v" * 100_000 + " send numbers"
+    bounded = errors.bounded(message)
+    assert len(bounded) < errors.MESSAGE_CHARS + 60
+    assert bounded.startswith("text/csv: vvv")
+    assert bounded.endswith("send numbers")
+    assert "characters cut" in bounded
+    assert errors.bounded("short") == "short"
+
+
+def test_every_client_message_is_bounded_by_the_failure_mapping() -> None:
+    from smserve.failures import describe
+
+    failure = describe(errors.InvalidInput("x" * 5_000_000), "POST /invocations")
+    assert failure.status == 400
+    assert len(failure.message) < errors.MESSAGE_CHARS + 60

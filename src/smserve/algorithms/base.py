@@ -52,8 +52,9 @@ class Algorithm(Protocol):
 
     @property
     def feature_names(self) -> tuple[str, ...]:
-        """One name per column, in column order: the artifact's names, else
-        ``default_feature_names(n_features)``."""
+        """The model's own names, one per column in column order, as its artifact records
+        them (even when they read ``f0``, ``f1``, ...); () when it records none. A model with
+        names has named tables read by name; one without reads them by position."""
         ...
 
     @property
@@ -95,5 +96,6 @@ class SelectableOutputs(Protocol):
 
 
 def default_feature_names(n_features: int | None) -> tuple[str, ...]:
-    """``("f0", ..., "f{n-1}")``, XGBoost's names for unnamed columns; () when n is unknown."""
+    """``("f0", ..., "f{n-1}")``, XGBoost's names for unnamed columns, which TF Serving's
+    metadata and tf.Example features use for a model without names; () when n is unknown."""
     return tuple(f"f{i}" for i in range(n_features or 0))

@@ -19,7 +19,7 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from smserve import media
-from smserve.algorithms.base import Capabilities, Scores, default_feature_names
+from smserve.algorithms.base import Capabilities, Scores
 from smserve.algorithms.centroids import Centroids, find_artifact, load_centroids
 from smserve.config import Settings
 from smserve.errors import InvalidInput, ModelLoadError
@@ -68,7 +68,8 @@ class KMeans:
 
     @property
     def feature_names(self) -> tuple[str, ...]:
-        return default_feature_names(self.n_features)
+        """Centroids name no columns: tables are read by position."""
+        return ()
 
     @property
     def capabilities(self) -> Capabilities:

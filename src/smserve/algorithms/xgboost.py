@@ -19,7 +19,7 @@ import scipy.sparse as sp
 import xgboost as xgb
 
 from smserve import media
-from smserve.algorithms.base import Capabilities, default_feature_names
+from smserve.algorithms.base import Capabilities
 from smserve.algorithms.model_files import candidate_files
 from smserve.algorithms.xgboost_explain import explain
 from smserve.algorithms.xgboost_fast import FastSlot, start, wanted
@@ -116,10 +116,10 @@ class XGBoost:
 
     @property
     def feature_names(self) -> tuple[str, ...]:
-        """The booster's feature names, else ``f0``..``f{n-1}``; TF Serving's classify and
-        regress map tf.Example features to columns by them, columnar decoders map columns."""
+        """The booster's feature names (() when it has none): columnar decoders take columns
+        by them, TF Serving's classify and regress map tf.Example features by them."""
         names = self.members[0].booster.feature_names
-        return tuple(names) if names else default_feature_names(self.n_features)
+        return tuple(names) if names else ()
 
     @property
     def output_keys(self) -> tuple[str, ...]:

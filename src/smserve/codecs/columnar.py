@@ -3,57 +3,78 @@ columns put in the model's order by name, and a Prediction into an Arrow table.
 
 It knows no file format; ``codecs/parquet.py`` and ``codecs/arrow.py`` read and write the bytes.
 
-Column rule (``DecodeContext``): when every model feature name is a column, columns are taken
-by name in the model's order, whatever the file's order, and any other column is a 400 naming
-it (nothing is dropped silently: an id or label column left in is a client mistake to fix,
-not something to guess about). Otherwise, a model with its own names answers 400 naming the
-missing column; a model without names (k-means, XGBoost without ``feature_names``) takes the
-columns by position.
+Column rule (``DecodeContext.named``): a model with its own feature names (even ``f0``,
+``f1``, ...) takes a table's columns only by name, in the model's order whatever the file's
+order: a missing feature column is a 400 naming it (and how many more are missing), and any
+other column is a 400 naming it (nothing is dropped silently: an id or label column left in is
+a client mistake to fix, not something to guess about). Only a model without names (k-means,
+XGBoost without ``feature_names``) takes the columns by position.
+
+Memory: the codecs learn a body's schema and row count before reading its data, pick the
+columns here (``select``) and charge ``decoded_bytes`` to the request's budget first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 from smserve.codecs.base import DecodeContext
-from smserve.errors import DecodeError, InvalidInput, PayloadTooLarge
+from smserve.errors import DecodeError, InvalidInput, excerpt
 from smserve.types import Batch, Prediction
 
-# Decoded values allowed per body byte: plain Arrow or Parquet float data is 4-8 bytes a value,
-# so this only refuses bodies that decompress far beyond their size (a compression bomb).
-VALUES_PER_BODY_BYTE = 16
-MIN_VALUES = 1_000_000
 _NUMERIC = (pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean, pa.types.is_decimal)
+_WIDEST_CAST = 8  # a column is cast to float64 on its way to float32, one column at a time
 
 
-def check_size(n_values: int, body: bytes, media_type: str) -> None:
-    """Raise PayloadTooLarge (413) when a body decodes to more values than it could hold."""
-    limit = max(MIN_VALUES, VALUES_PER_BODY_BYTE * len(body))
-    if n_values > limit:
-        raise PayloadTooLarge(
-            f"{media_type}: the body decodes to {n_values} values, more than the {limit} "
-            f"allowed for a {len(body)}-byte body; send fewer rows per request"
-        )
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The feature columns of a schema: their ``positions`` in it and ``names``, in the
+    model's order, and the bytes one row of them takes as Arrow decodes them."""
+
+    positions: list[int]
+    names: list[str]
+    row_bytes: int
+
+    def decoded_bytes(self, rows: int, growing: bool = False) -> int:
+        """What ``rows`` rows cost: Arrow's columns (twice, while ``growing`` builders
+        double), the float32 batch, one float64 column."""
+        arrow = self.row_bytes * (2 if growing else 1)
+        return rows * (arrow + 4 * len(self.names) + _WIDEST_CAST)
 
 
-def batch_from_table(table: pa.Table, media_type: str, context: DecodeContext) -> Batch:
+def select(schema: pa.Schema, media_type: str, context: DecodeContext) -> Selection:
+    """The feature columns of ``schema``; raises InvalidInput for missing, extra, duplicate or
+    no columns, DecodeError for a feature column that does not hold numbers."""
+    positions, names = _selection(schema.names, media_type, context)
+    kinds = [schema.field(position).type for position in positions]
+    for kind, name in zip(kinds, names, strict=True):
+        _check_numeric(kind, name, media_type)
+    return Selection(positions, names, sum(map(_value_bytes, kinds)))
+
+
+def batch_from_table(
+    table: pa.Table, media_type: str, context: DecodeContext, selection: Selection | None = None
+) -> Batch:
     """The float32 Batch of ``table``'s feature columns, in the model's order.
 
     Numeric columns (int, uint, float, bool, decimal) are cast to float32, a null is a missing
     value (NaN). Raises DecodeError for another column type, InvalidInput for missing, extra,
-    duplicate or no columns, or no rows.
+    duplicate or no columns, or no rows. ``selection``: ``select`` of the table's schema,
+    when the caller made it already.
     """
-    positions, names = _selection(table.column_names, media_type, context)
+    selection = selection or select(table.schema, media_type, context)
     if table.num_rows == 0:
         raise InvalidInput(f"{media_type}: the table has no rows; send at least one")
+    names = selection.names
     features = np.empty((table.num_rows, len(names)), dtype=np.float32)
     with np.errstate(over="ignore"):  # beyond float32's range is inf, refused after decode
-        for j, (position, name) in enumerate(zip(positions, names, strict=True)):
-            features[:, j] = _float_values(table.column(position), name, media_type)
+        for j, position in enumerate(selection.positions):
+            features[:, j] = _float_values(table.column(position))
     return Batch(features, lambda row, column: f"row {row + 1}, column {names[column]!r}")
 
 
@@ -66,47 +87,74 @@ def _selection(
     index = {name: i for i, name in enumerate(columns)}
     if len(index) < len(columns):
         twice = next(name for i, name in enumerate(columns) if index[name] != i)
-        raise InvalidInput(f"{media_type}: column {twice!r} appears twice; names must be unique")
-    wanted = context.feature_names
-    if wanted and all(name in index for name in wanted):
-        _check_no_extras(columns, wanted, media_type)
-        return [index[name] for name in wanted], list(wanted)
+        raise InvalidInput(
+            f"{media_type}: column {excerpt(twice)!r} appears twice; names must be unique"
+        )
     if not context.named:
         return list(range(len(columns))), list(columns)
+    wanted = context.feature_names
+    _check_names(columns, index, wanted, media_type)
+    return [index[name] for name in wanted], list(wanted)
+
+
+def _check_names(
+    columns: Sequence[str], index: dict[str, int], wanted: Sequence[str], media_type: str
+) -> None:
+    """Raise InvalidInput naming a missing feature column, else an unknown column."""
     missing = [name for name in wanted if name not in index]
-    raise InvalidInput(
-        f"{media_type}: feature column {missing[0]!r} is missing"
-        f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}; the model reads "
-        f"columns by name: {_listing(wanted)}"
-    )
-
-
-def _check_no_extras(columns: Sequence[str], wanted: Sequence[str], media_type: str) -> None:
     known = set(wanted)
     extra = [name for name in columns if name not in known]
-    if extra:
-        what = "is not a model feature column" if len(extra) == 1 else "are not model features"
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        also = f", and {_unknown(extra)}" if extra else ""
         raise InvalidInput(
-            f"{media_type}: {_listing(extra)} {what}; send only the feature columns "
-            "(drop ids and labels)"
+            f"{media_type}: feature column {missing[0]!r} is missing{more}{also}; the model "
+            f"reads columns by name: {_listing(wanted)}"
+        )
+    if extra:
+        raise InvalidInput(
+            f"{media_type}: {_unknown(extra)}; send only the feature columns (drop ids and labels)"
         )
 
 
+def _unknown(extra: Sequence[str]) -> str:
+    what = "is not a model feature column" if len(extra) == 1 else "are not model features"
+    return f"{_listing(extra)} {what}"
+
+
+def count(number: int, noun: str) -> str:
+    """``1 row``, ``3 rows``: a count in a message."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _listing(names: Sequence[str], most: int = 5) -> str:
-    shown = ", ".join(map(repr, names[:most]))
+    shown = ", ".join(repr(excerpt(name)) for name in names[:most])
     return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
-def _float_values(column: pa.ChunkedArray, name: str, media_type: str) -> np.ndarray:
+def _check_numeric(kind: pa.DataType, name: str, media_type: str) -> None:
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    if not any(test(kind) for test in _NUMERIC):
+        raise DecodeError(
+            f"{media_type}: column {excerpt(name)!r} holds {kind} values; feature columns must "
+            "be numbers (int, uint, float, bool or decimal)"
+        )
+
+
+def _value_bytes(kind: pa.DataType) -> int:
+    """Bytes per value of a numeric column as Arrow holds it (a dictionary: its indices and
+    values, at the widest)."""
+    if pa.types.is_dictionary(kind):
+        return _value_bytes(kind.index_type) + _value_bytes(kind.value_type)
+    return max(1, int(kind.bit_width) // 8)
+
+
+def _float_values(column: pa.ChunkedArray) -> np.ndarray:
     """A numeric column as a float ndarray (float32 or float64), nulls as NaN."""
     kind = column.type
     if pa.types.is_dictionary(kind):
         column, kind = column.cast(kind.value_type), kind.value_type
-    if not any(test(kind) for test in _NUMERIC):
-        raise DecodeError(
-            f"{media_type}: column {name!r} holds {kind} values; feature columns must be "
-            "numbers (int, uint, float, bool or decimal)"
-        )
     if kind not in (pa.float32(), pa.float64()):  # safe=False: a uint64 rounds, as in numpy
         column = pc.cast(column, pa.float64(), safe=False)
     values: np.ndarray = column.to_numpy()

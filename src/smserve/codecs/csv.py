@@ -16,15 +16,16 @@ import numpy as np
 import numpy.typing as npt
 
 from smserve.codecs.base import TEXT_PARAMETERS, UNNAMED, DecodeContext
-from smserve.codecs.csv_arrow import ARROW_MIN_BYTES, parse_large
+from smserve.codecs.csv_arrow import ARROW_MIN_BYTES, first_line_width, parse_large
 from smserve.codecs.csv_cells import Cell, cells
 from smserve.codecs.text import (
     blank_line_error,
+    check_text_budget,
     decode_utf8,
     first_unparsable,
     load_numbers,
 )
-from smserve.errors import DecodeError
+from smserve.errors import DecodeError, InvalidInput, excerpt
 from smserve.media import CSV, MediaType
 from smserve.types import Batch, FloatArray, Locate, Prediction
 
@@ -66,6 +67,8 @@ class CsvCodec:
         self.records_per_line = records_per_line
 
     def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:
+        _check_width(body, context)
+        check_text_budget(body, context.budget.for_body(len(body)), CSV)
         big = len(body) >= ARROW_MIN_BYTES
         large = parse_large(body) if big and not self.records_per_line else None
         if large is not None:  # only numbers, separators and line ends: ASCII, not empty
@@ -97,6 +100,15 @@ class CsvCodec:
             lines = list(map(b",".join, zip(*columns, strict=True)))
         lines.append(b"")  # the last newline, without copying the whole answer once more
         return b"\n".join(lines)
+
+
+def _check_width(body: bytes, context: DecodeContext) -> None:
+    """Refuse a first row wider than the model before parsing anything (a row of a million
+    fields costs seconds to parse only to be refused), in the algorithms' words."""
+    if context.n_features is not None:
+        width = first_line_width(body)
+        if width > context.n_features:
+            raise InvalidInput(f"expected {context.n_features} features, got {width}")
 
 
 def _check_no_blank_lines(text: str) -> None:
@@ -167,5 +179,5 @@ def _bad_cell(patched: str, line_numbers: npt.NDArray[np.intp], width: int) -> D
     row, column = divmod(index, width)
     return DecodeError(
         f"text/csv: row {line_numbers[row]}, column {column + 1}: "
-        f"could not convert {cells[index]!r} to a number"
+        f"could not convert {excerpt(cells[index])!r} to a number"
     )

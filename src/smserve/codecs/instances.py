@@ -31,7 +31,9 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from smserve.errors import DecodeError
+from smserve.budget import UNLIMITED, RequestBudget
+from smserve.codecs.base import DecodeContext
+from smserve.errors import DecodeError, excerpt
 from smserve.types import Batch, FloatArray
 
 Locate = Callable[[int], str]  # instance position -> "instances[3]" or "line 4"
@@ -55,13 +57,21 @@ Row = list[Any] | _Sparse
 
 
 def batch_from_instances(
-    instances: Sequence[object], media_type: str, locate: Locate, names: Sequence[str] = ()
+    instances: Sequence[object],
+    media_type: str,
+    locate: Locate,
+    context: DecodeContext,
+    budget: RequestBudget = UNLIMITED,
 ) -> Batch:
     """The Batch for ``instances`` (non-empty); raises DecodeError naming the instance.
-    ``names`` are the model's feature names, for instances that are objects of names."""
-    rows = _rows(instances, media_type, locate, _Named(names))
+    ``context.key_names`` are the names instances that are objects of names use; a sparse
+    batch's width is charged to ``budget`` (the parsed values were, with the JSON)."""
+    rows = _rows(instances, media_type, locate, _Named(context.key_names))
     sparse_at = [i for i, row in enumerate(rows) if type(row) is _Sparse]
     columns = _Columns(rows, media_type, locate)
+    if sparse_at:
+        width = rows[sparse_at[0]].width  # type: ignore[union-attr]
+        context.check_sparse_width(width, budget, media_type)
     features = columns.sparse(sparse_at[0]) if sparse_at else columns.dense()
     return Batch(features, lambda row, column: f"{locate(row)}, column {column + 1}")
 
@@ -117,7 +127,8 @@ class _Named:
         if len(instance) != len(self.names):
             extra = [key for key in instance if key not in self.known][:5]
             raise _Malformed(
-                f"{', '.join(map(repr, extra))}: not model features; send only feature names"
+                f"{', '.join(repr(excerpt(key)) for key in extra)}: not model features; send "
+                "only feature names"
             )
         return list(values) if len(self.names) > 1 else [values]
 
@@ -155,7 +166,10 @@ def _width(shape: object) -> int:
         or type(shape[0]) is not int
         or not 0 < shape[0] <= _MAX_WIDTH
     ):
-        raise _Malformed(f'"shape" must be a list of one positive integer like [2000], not {shape}')
+        raise _Malformed(
+            '"shape" must be a list of one positive integer like [2000], not '
+            f"{excerpt(repr(shape))}"
+        )
     return shape[0]
 
 
@@ -259,7 +273,7 @@ class _Columns:
         self, flat: list[Any], at: int, lengths: npt.NDArray[np.intp], problem: str
     ) -> DecodeError:
         index, position = _owner(at, lengths)
-        return self.fail(index, f"keys[{position}] = {flat[at]!r} {problem}")
+        return self.fail(index, f"keys[{position}] = {excerpt(repr(flat[at]))} {problem}")
 
 
 def _owner(at: int, lengths: npt.NDArray[np.intp]) -> tuple[int, int]:

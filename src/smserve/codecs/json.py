@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from smserve.budget import JSON_BYTES_PER_BYTE
 from smserve.codecs.base import TEXT_PARAMETERS, UNNAMED, DecodeContext
 from smserve.codecs.instances import batch_from_instances
 from smserve.codecs.text import number_tokens, row_cells
@@ -49,8 +50,10 @@ class JsonCodec:
         self.one_per_line = one_per_line
 
     def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:
+        budget = context.budget.for_body(len(body))
+        budget.check(JSON_BYTES_PER_BYTE * len(body), f"{JSON}: a {len(body)}-byte body")
         instances = _instances(parse_json(body.removeprefix(BOM), JSON))
-        return batch_from_instances(instances, JSON, "instances[{}]".format, context.feature_names)
+        return batch_from_instances(instances, JSON, "instances[{}]".format, context, budget)
 
     def encode(self, prediction: Prediction) -> bytes:
         objects = prediction_objects(prediction)

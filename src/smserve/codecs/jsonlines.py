@@ -19,6 +19,10 @@ from smserve.errors import DecodeError
 from smserve.media import JSONLINES, MediaType
 from smserve.types import Batch, Prediction
 
+# JSON's cost, and each line's own objects (its bytes, its slot in each list): at most 62
+# bytes per body byte measured, for lines of "[]" (bench/decode_memory.py).
+JSONLINES_BYTES_PER_BYTE = 64
+
 
 class JsonLinesCodec:
     """Decodes and encodes ``application/jsonlines``.
@@ -39,6 +43,8 @@ class JsonLinesCodec:
         self.records_per_line = records_per_line
 
     def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:
+        budget = context.budget.for_body(len(body))
+        budget.check(JSONLINES_BYTES_PER_BYTE * len(body), f"{JSONLINES}: a {len(body)}-byte body")
         lines = body.removeprefix(BOM).split(b"\n")
         nonblank = np.fromiter(map(bool, map(bytes.strip, lines)), dtype=bool, count=len(lines))
         if not nonblank.any():
@@ -49,7 +55,7 @@ class JsonLinesCodec:
         line_numbers = (np.flatnonzero(nonblank) + 1).tolist()
         instances = _parse_lines(list(compress(lines, nonblank)), line_numbers)
         return batch_from_instances(
-            instances, JSONLINES, lambda i: f"line {line_numbers[i]}", context.feature_names
+            instances, JSONLINES, lambda i: f"line {line_numbers[i]}", context, budget
         )
 
     def encode(self, prediction: Prediction) -> bytes:

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from smserve.codecs.base import TEXT_PARAMETERS, UNNAMED, DecodeContext
 from smserve.codecs.text import decode_utf8, first_unparsable, load_numbers
 from smserve.config import LIBSVM_INDEX_BASES
-from smserve.errors import DecodeError
+from smserve.errors import DecodeError, excerpt
 from smserve.media import LIBSVM, MediaType
 from smserve.types import Batch, Locate
 
@@ -27,6 +27,10 @@ _SPACE, _NEWLINE, _COLON, _ZERO = 32, 10, 58, 48
 _TO_SPACES = bytes.maketrans(bytes(range(33)) + b":", b" " * 34)
 _MAX_INDEX = 2**31 - 2  # the width must fit CSR's int32 column indices
 _MAX_INDEX_DIGITS = len(str(_MAX_INDEX))
+# The scan's arrays: a few bytes per body byte, and a dozen 8-byte offsets, masks and numbers
+# per token (a token takes at least two bytes with its separator): at most 30 bytes per body
+# byte measured (bench/decode_memory.py).
+SCAN_BYTES_PER_BYTE = 40
 
 
 class LibsvmCodec:
@@ -58,9 +62,13 @@ class LibsvmCodec:
         self.index_base = index_base
 
     def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:
+        budget = context.budget.for_body(len(body))
+        budget.check(SCAN_BYTES_PER_BYTE * len(body), f"{LIBSVM}: a {len(body)}-byte body")
         tokens = _scan(body)
-        features, shift = self._features(tokens)
-        return Batch(features, _locator(tokens, shift))
+        indices, values = tokens.pairs()
+        shift = self._shift(tokens, indices)
+        context.check_sparse_width(int(indices.max()) - shift + 1, budget, LIBSVM)
+        return Batch(tokens.csr(indices - shift, values), _locator(tokens, shift))
 
     def decode_labeled(self, body: bytes) -> tuple[sp.csr_matrix, npt.NDArray[np.float32]]:
         """Training data: the features as :meth:`decode` reads them, and each row's label,
@@ -117,7 +125,7 @@ class _Tokens:
         """A DecodeError about the ``pair``-th index:value token."""
         number = int(self.pairs_at[pair])
         return DecodeError(
-            f"text/libsvm: line {self.lines[number] + 1}: {self.text(number)!r}: {problem}"
+            f"text/libsvm: line {self.lines[number] + 1}: {excerpt(self.text(number))!r}: {problem}"
         )
 
     def pairs(self) -> tuple[IntArray, npt.NDArray[np.float32]]:
@@ -172,7 +180,7 @@ class _Tokens:
         pair = first_unparsable(values, " ")
         if pair is None:
             return DecodeError("text/libsvm: the values could not be parsed as numbers")
-        return self.fail(pair, f"the value {values[pair]!r} is not a number")
+        return self.fail(pair, f"the value {excerpt(values[pair])!r} is not a number")
 
     def csr(self, indices: IntArray, values: npt.NDArray[np.float32]) -> sp.csr_matrix:
         """The CSR matrix: one row per non-blank line, columns sorted, duplicates rejected."""
@@ -222,7 +230,9 @@ def _labels(tokens: _Tokens) -> npt.NDArray[np.float32]:
     bad = first_unparsable(texts, " ")
     if bad is not None:
         line = label_lines[bad] + 1
-        raise DecodeError(f"text/libsvm: line {line}: the label {texts[bad]!r} is not a number")
+        raise DecodeError(
+            f"text/libsvm: line {line}: the label {excerpt(texts[bad])!r} is not a number"
+        )
     return load_numbers(" ".join(texts), " ", np.float32).reshape(-1)
 
 
@@ -277,7 +287,7 @@ def _classify(
     if bad:
         number, problem = min(bad)
         token = body[starts[number] : ends[number]].decode("utf-8", "replace")
-        raise DecodeError(f"text/libsvm: line {lines[number] + 1}: {token!r}: {problem}")
+        raise DecodeError(f"text/libsvm: line {lines[number] + 1}: {excerpt(token)!r}: {problem}")
     return np.flatnonzero(pair), np.flatnonzero((n_colons == 0) & first_in_line)
 
 

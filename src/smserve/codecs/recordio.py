@@ -11,17 +11,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+import scipy.sparse as sp
+
 from smserve import media
+from smserve.budget import UNLIMITED, RequestBudget
 from smserve.codecs.base import UNNAMED, DecodeContext
 from smserve.codecs.recordio_fast import decode_dense
-from smserve.codecs.recordio_records import decode_general
+from smserve.codecs.recordio_records import FRAMED_BYTES_PER_BYTE, decode_general
 from smserve.codecs.recordio_writer import encode_prediction
 from smserve.types import Batch, Features, FloatArray, Prediction
 
 __all__ = ["RecordioCodec", "read_records"]
 
 
-def read_records(body: bytes) -> tuple[Features, FloatArray | None]:
+def read_records(
+    body: bytes, budget: RequestBudget = UNLIMITED
+) -> tuple[Features, FloatArray | None]:
     """Features and labels of a RecordIO-protobuf body.
 
     features : float32 ndarray of shape (n_records, n_features), C-contiguous, or a float32
@@ -29,10 +34,11 @@ def read_records(body: bytes) -> tuple[Features, FloatArray | None]:
     labels : float32 ndarray of shape (n_records,) from ``label["values"]`` when every record
         has a scalar label there, else None.
 
-    Raises DecodeError (naming the byte offset or record index) for a malformed body.
+    Raises DecodeError (naming the byte offset or record index) for a malformed body, and
+    PayloadTooLarge when the general reader's records are over ``budget``.
     """
     dense = decode_dense(body)
-    return dense if dense is not None else decode_general(body)
+    return dense if dense is not None else decode_general(body, budget)
 
 
 def _locate(row: int, column: int) -> str:
@@ -49,7 +55,12 @@ class RecordioCodec:
     def decode(
         self, body: bytes, media: media.MediaType, context: DecodeContext = UNNAMED
     ) -> Batch:
-        features, _ = read_records(body)
+        budget = context.budget.for_body(len(body))
+        needed = FRAMED_BYTES_PER_BYTE * len(body)  # what framing it costs, at most
+        budget.check(needed, f"{self.media_type}: a {len(body)}-byte body")
+        features, _ = read_records(body, budget)
+        if sp.issparse(features):  # its arrays are the records' entries; charge the width
+            context.check_sparse_width(int(features.shape[1]), budget, self.media_type)
         return Batch(features, _locate)
 
     def encode(self, prediction: Prediction) -> bytes:

@@ -20,6 +20,7 @@ import numpy.typing as npt
 import scipy.sparse as sp
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 
+from smserve.budget import UNLIMITED, RequestBudget
 from smserve.codecs.recordio_framing import Payload, read_payloads
 from smserve.codecs.recordio_schema import Record
 from smserve.errors import DecodeError
@@ -28,6 +29,10 @@ from smserve.types import Features, FloatArray
 FEATURE_KEY = "values"
 NUMERIC_TENSORS = ("float32_tensor", "float64_tensor", "int32_tensor")
 MAX_WIDTH = 2**31 - 1  # a feature index must fit scipy's int32 CSR indices
+# What parsing costs (bench/decode_memory.py): about 900 bytes per record (its message, map
+# entry and tensor, and the row made of it), and per body byte what its fields become.
+RECORD_BYTES = 900
+FRAMED_BYTES_PER_BYTE = 32
 
 
 class Row(NamedTuple):
@@ -50,20 +55,25 @@ class Located(NamedTuple):
         return DecodeError(f"RecordIO: {where}: {problem}")
 
 
-def decode_general(body: bytes) -> tuple[Features, FloatArray | None]:
-    """Features and scalar labels (None unless every record has one) of a RecordIO body."""
-    records = parse_records(body)
+def decode_general(
+    body: bytes, budget: RequestBudget = UNLIMITED
+) -> tuple[Features, FloatArray | None]:
+    """Features and scalar labels (None unless every record has one) of a RecordIO body;
+    its records are charged to ``budget`` once framed, before any is parsed."""
+    records = parse_records(body, budget)
     if not records:
         raise DecodeError("RecordIO: the body holds no records")
     rows = [row_of(located) for located in records]
     return assemble(rows, records), labels_of(records)
 
 
-def parse_records(body: bytes) -> list[Located]:
+def parse_records(body: bytes, budget: RequestBudget = UNLIMITED) -> list[Located]:
     """Every Record of ``body``; raises DecodeError for a payload that is not a Record."""
+    payloads = read_payloads(body)
+    needed = FRAMED_BYTES_PER_BYTE * len(body) + RECORD_BYTES * len(payloads)
+    budget.check(needed, f"RecordIO: {len(payloads)} records")
     return [
-        Located(index, payload.offset, _parse(payload))
-        for index, payload in enumerate(read_payloads(body))
+        Located(index, payload.offset, _parse(payload)) for index, payload in enumerate(payloads)
     ]
 
 

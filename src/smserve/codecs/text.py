@@ -16,7 +16,15 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from smserve.budget import RequestBudget
 from smserve.errors import DecodeError
+
+# What parsing text into numbers costs (measured by bench/decode_memory.py): the text as a
+# str and the parser's copy of it (four bytes a character), per body byte; and per value,
+# numpy's reader's bookkeeping (most in one wide row: about 45 bytes a field), the value as
+# parsed (float64) and as kept (float32).
+TEXT_BYTES_PER_BYTE = 8
+VALUE_BYTES = 48
 
 
 def decode_utf8(body: bytes, media_type: str) -> str:
@@ -28,6 +36,11 @@ def decode_utf8(body: bytes, media_type: str) -> str:
             f"{media_type}: the body is not valid UTF-8 (byte {exc.start}: {exc.reason}); "
             "send UTF-8 text"
         ) from None
+
+
+def check_text_budget(body: bytes, budget: RequestBudget, media_type: str) -> None:
+    """Charge parsing ``body``'s comma- or newline-separated numbers to ``budget``."""
+    budget.check_pieces(body, TEXT_BYTES_PER_BYTE, VALUE_BYTES, b",\n", media_type)
 
 
 def load_numbers(text: str, delimiter: str | None, dtype: npt.DTypeLike) -> npt.NDArray[Any]:

@@ -25,6 +25,7 @@ from flask import Flask, Response
 import smserve
 from smserve import metrics as metrics_module
 from smserve import openapi
+from smserve.budget import MemoryBudget
 from smserve.codecs import default_registry
 from smserve.config import Settings
 from smserve.http import context, fastpath
@@ -60,8 +61,9 @@ def create_app(settings: Settings, service: InferenceService | None = None) -> F
     models = open_models(settings, service)
     metrics = Metrics(settings.runtime_dir / "metrics")
     sagemaker = SageMakerAPI(models, settings)
-    tfserving = TFServingAPI(models, settings.max_payload_bytes)
-    v2 = V2API(models, settings.max_payload_bytes)
+    budget = MemoryBudget.of(settings)  # each request's share, for the doors that parse
+    tfserving = TFServingAPI(models, settings.max_payload_bytes, budget)
+    v2 = V2API(models, settings.max_payload_bytes, budget)
     mount(app, _sagemaker_routes(sagemaker, models), _prefixes(tfserving, v2))
     app.add_url_rule(metrics_module.PATH, "metrics", lambda: _metrics_page(metrics))
     document = _openapi_document(settings, models, service)

@@ -13,15 +13,20 @@ are described in ``smserve.repository.mme``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+import orjson
+
 from smserve.doors import DoorReply, DoorRequest
-from smserve.errors import InvalidInput
+from smserve.errors import InvalidInput, PayloadTooLarge
 from smserve.repository.mme import MultiModelRegistry
 from smserve.repository.mme_state import Entry
 from smserve.sagemaker import envelope
 from smserve.sagemaker.api import answer
+
+# A registration names a model and a path: a few hundred bytes. Anything much larger is not
+# one, and is refused before it is parsed.
+MAX_LOAD_BODY_BYTES = 64 * 1024
 
 
 class MultiModelAPI:
@@ -71,9 +76,14 @@ def _max_results(text: str | None) -> int | None:
 
 
 def _load_request(body: bytes) -> tuple[str, str]:
+    if len(body) > MAX_LOAD_BODY_BYTES:
+        raise PayloadTooLarge(
+            f"a model registration is at most {MAX_LOAD_BODY_BYTES} bytes of JSON: "
+            '{"model_name": "...", "url": "..."}'
+        )
     try:
-        data = json.loads(body)
-    except ValueError:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:  # nesting past its depth limit too: never a recursion
         raise InvalidInput('the body must be JSON: {"model_name": "...", "url": "..."}') from None
     if not isinstance(data, dict):
         raise InvalidInput('the body must be a JSON object: {"model_name": "...", "url": "..."}')

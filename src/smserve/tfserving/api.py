@@ -18,8 +18,10 @@ import re
 import numpy as np
 
 from smserve.algorithms.base import SelectableOutputs
+from smserve.budget import DEFAULT as DEFAULT_BUDGET
+from smserve.budget import MemoryBudget
 from smserve.doors import DoorReply, DoorRequest
-from smserve.errors import InvalidInput, ModelNotFound, ServingError, UnknownLabel
+from smserve.errors import InvalidInput, ModelNotFound, ServingError, UnknownLabel, excerpt
 from smserve.failures import describe
 from smserve.media import JSON
 from smserve.repository.loading import ServedModel
@@ -43,9 +45,12 @@ _VERBS = ("predict", "classify", "regress")
 class TFServingAPI:
     """Answers every request under ``/v1/`` from the repository."""
 
-    def __init__(self, models: Models, max_body_bytes: int) -> None:
+    def __init__(
+        self, models: Models, max_body_bytes: int, budget: MemoryBudget = DEFAULT_BUDGET
+    ) -> None:
         self.models = models
         self.max_body_bytes = max_body_bytes
+        self.budget = budget  # each request's memory budget, its body inflated
 
     def handle(self, request: DoorRequest) -> DoorReply:
         if request.method == "OPTIONS":
@@ -89,7 +94,7 @@ class TFServingAPI:
 
     def _body(self, request: DoorRequest) -> bytes:
         if is_gzip(request.headers.get("Content-Encoding")) and request.body:
-            return inflate(request.body, self.max_body_bytes)
+            return inflate(request.body, *self.budget.inflation_limit(self.max_body_bytes))
         return request.body
 
     def _served(self, route: Route) -> tuple[ServedModel, Servable]:
@@ -103,7 +108,7 @@ class TFServingAPI:
         return _reply(text, route, "", served.version)
 
     def _predict(self, route: Route, body: bytes) -> DoorReply:
-        document = parse_document(body)
+        document = parse_document(body, self.budget.for_body(len(body)))
         name = signature_name(object_body(document)) or signatures.DEFAULT_SIGNATURE
         served, servable = self._served(route)
         signature = _predict_signature(servable, name)
@@ -114,7 +119,9 @@ class TFServingAPI:
         return _reply(writer(prediction.outputs), route, "predict", served.version)
 
     def _classify_or_regress(self, route: Route, body: bytes) -> DoorReply:
-        request = parse_examples(parse_document(body), route.action)
+        request = parse_examples(
+            parse_document(body, self.budget.for_body(len(body))), route.action
+        )
         served, servable = self._served(route)
         _check_signature(servable, route.action, request.signature_name)
         prediction = _run(servable, to_rows(request, servable.feature_index))
@@ -157,7 +164,7 @@ def _worded(exc: Exception, route: Route) -> str | None:
 def _predict_signature(servable: Servable, name: str) -> signatures.Signature:
     signature = servable.signatures.get(name)
     if signature is None:
-        raise InvalidInput(f'Serving signature name: "{name}" not found in signature def')
+        raise InvalidInput(f'Serving signature name: "{excerpt(name)}" not found in signature def')
     if signature.method_name != signatures.PREDICT_METHOD:
         raise InvalidInput(
             f"Expected prediction signature method_name to be {signatures.PREDICT_METHOD}. "
@@ -180,7 +187,7 @@ def _check_signature(servable: Servable, verb: str, requested: str) -> None:
     name = requested or default
     signature = servable.signatures.get(name)
     if signature is None:
-        raise InvalidInput(f"No signature was found with the name: {name}")
+        raise InvalidInput(f"No signature was found with the name: {excerpt(name)}")
     if signature.method_name != method:
         raise InvalidInput(
             f"Expected {kind} signature method_name to be {method}. Was: {signature.method_name}"

@@ -4,7 +4,9 @@ Its writer is rapidjson's PrettyWriter with single-line arrays: objects open a n
 member with four spaces per level, arrays stay on one line with ``", "`` between elements,
 doubles are written shortest-round-trip (``1.0``, ``1e21``, ``1e-7``), and the output stops
 at the first write that starts once 256 bytes are written. A NaN or infinity stops it too
-(that writer cannot write them), after its separator.
+(that writer cannot write them), after its separator. Unlike TF Serving, a string (a key or a
+value) is cut to an excerpt of that many characters first: a client's 5 MB string is never
+quoted whole.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 from typing import Any
+
+from smserve.errors import excerpt
 
 MAX_DEBUG_BYTES = 256
 
@@ -88,7 +92,9 @@ class _Writer:
 
     def _put(self, text: str) -> None:
         self.parts.append(text)
-        self.size += len(text.encode("utf-8", "surrogateescape"))
+        self.size += len(
+            text.encode("utf-8", "surrogatepass")
+        )  # "\\ud800" parses to a lone surrogate
 
     def _check(self) -> None:
         if self.size >= self.limit:
@@ -146,7 +152,7 @@ def _write(writer: _Writer, value: Any) -> None:
     if isinstance(value, dict):
         writer.start(in_array=False)
         for key, item in value.items():
-            writer.scalar(quote(key))
+            writer.scalar(quote(excerpt(key, MAX_DEBUG_BYTES)))
             _write(writer, item)
         writer.end()
     elif isinstance(value, list):
@@ -164,7 +170,7 @@ def _scalar_text(value: Any) -> str | None:
     if value is True or value is False:
         return "true" if value else "false"
     if isinstance(value, str):
-        return quote(value)
+        return quote(excerpt(value, MAX_DEBUG_BYTES))
     if isinstance(value, int) and -(2**63) <= value < 2**64:
         return str(value)
     number = float(value) if not isinstance(value, int) else _int_as_double(value)

@@ -3,6 +3,11 @@
 * ``NaN``, ``Inf``, ``Infinity``, ``-Inf``, ``-Infinity`` (and ``-NaN``) are numbers.
 * Anything after the first complete JSON value is ignored.
 * Errors read ``JSON Parse error: <rapidjson message> at offset: <byte offset>``.
+* An integer beyond 64 bits reads as a double (an infinity past its range), as rapidjson
+  reads it; Python's own parser would refuse one of more than 4,300 digits.
+
+Parsing is charged to the request's memory budget first (``JSON_BYTES_PER_BYTE``, shared
+with the other JSON doors).
 
 orjson parses every standard document; only bodies it rejects (non-standard number tokens,
 trailing data, a syntax error) take the slower lenient path through the standard library.
@@ -17,6 +22,7 @@ from typing import Any, NoReturn
 
 import orjson
 
+from smserve.budget import JSON_BYTES_PER_BYTE, UNLIMITED, RequestBudget
 from smserve.errors import InvalidInput
 
 EMPTY_MESSAGE = "JSON Parse error: The document is empty"
@@ -24,7 +30,7 @@ EMPTY_MESSAGE = "JSON Parse error: The document is empty"
 _WHITESPACE = " \t\n\r"
 # A JSON string, or a bare non-finite number token outside strings.
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|(?<![\w.])(-?)(NaN|Infinity|Inf)(?![\w.])', re.DOTALL)
-_DECODER = json.JSONDecoder()
+_WIDEST_INTEGER = 20  # digits of 2**64: longer integers are doubles in rapidjson
 
 # Python's messages (the part before ':' or ' at') mapped to rapidjson's.
 _RAPIDJSON_MESSAGES = {
@@ -49,10 +55,12 @@ class JsonDocument:
     has_bool_tokens: bool
 
 
-def parse_document(body: bytes) -> JsonDocument:
-    """Parse ``body``; raises InvalidInput with TF Serving's parse-error message."""
+def parse_document(body: bytes, budget: RequestBudget = UNLIMITED) -> JsonDocument:
+    """Parse ``body``; raises InvalidInput with TF Serving's parse-error message,
+    PayloadTooLarge when parsing it could cost more than ``budget``."""
     if not body:
         raise InvalidInput(EMPTY_MESSAGE)
+    budget.check(JSON_BYTES_PER_BYTE * len(body), f"a {len(body)}-byte JSON body")
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -73,6 +81,13 @@ def _lenient(body: bytes) -> Any:
     except RecursionError:
         raise InvalidInput("JSON Parse error: the document nests too deeply") from None
     return value
+
+
+def _integer(text: str) -> int | float:
+    return int(text) if len(text.lstrip("-")) <= _WIDEST_INTEGER else float(text)
+
+
+_DECODER = json.JSONDecoder(parse_int=_integer)
 
 
 def _skip_whitespace(text: str, position: int) -> int:

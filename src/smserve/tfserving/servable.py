@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from smserve.algorithms.base import Algorithm, Capabilities, Scores
+from smserve.algorithms.base import Algorithm, Capabilities, Scores, default_feature_names
 from smserve.repository.loading import ServedModel
 from smserve.tfserving import signatures as sigs
 from smserve.types import OutputSpec, Prediction
@@ -114,11 +114,9 @@ def _explain_keys(served: ServedModel, defaults: Specs) -> tuple[str, ...]:
 
 
 def _feature_names(algorithm: Algorithm) -> tuple[str, ...] | None:
-    names = algorithm.feature_names
-    if names:
-        return tuple(names)
-    n = algorithm.n_features
-    return None if n is None else tuple(f"f{i}" for i in range(n))
+    """The model's own names, else XGBoost's ``f0``.. for each of its columns."""
+    names = algorithm.feature_names or default_feature_names(algorithm.n_features)
+    return names or None
 
 
 def _predict_signature(algorithm: Algorithm, outputs: Specs) -> sigs.Signature:

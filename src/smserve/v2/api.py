@@ -9,6 +9,8 @@ requests are not counted (Kubernetes probes them every few seconds).
 
 from __future__ import annotations
 
+from smserve.budget import DEFAULT as DEFAULT_BUDGET
+from smserve.budget import MemoryBudget
 from smserve.doors import DoorReply, DoorRequest
 from smserve.errors import InvalidInput, ModelNotFound
 from smserve.failures import describe
@@ -35,9 +37,16 @@ _ROUTE_ERRORS = {NOT_FOUND: (404, "Not Found"), NOT_ALLOWED: (405, "Method Not A
 class V2API:
     """Answers every request under ``/v2`` from a ModelSource."""
 
-    def __init__(self, models: ModelSource, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+    def __init__(
+        self,
+        models: ModelSource,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        budget: MemoryBudget = DEFAULT_BUDGET,
+    ) -> None:
         self.models = models
-        self.max_body_bytes = max_body_bytes  # the limit on an inflated (gzip, deflate) body
+        # How far a gzip or deflate body may inflate, and each request's memory budget.
+        self.inflation_limit = budget.inflation_limit(max_body_bytes)
+        self.budget = budget
         self.server_metadata = response.json_body(server_metadata())
 
     def handle(self, request: DoorRequest) -> DoorReply:
@@ -81,10 +90,11 @@ class V2API:
 
     def _infer(self, route: Route, served: Served, request: DoorRequest) -> DoorReply:
         sent = decoded_body(
-            request.body, request.headers.get("Content-Encoding"), self.max_body_bytes
+            request.body, request.headers.get("Content-Encoding"), *self.inflation_limit
         )
-        parsed = parse_request(sent, request.headers.get(HEADER_LENGTH))
-        outputs = infer(served, parsed)
+        budget = self.budget.for_body(len(sent))
+        parsed = parse_request(sent, request.headers.get(HEADER_LENGTH), budget)
+        outputs = infer(served, parsed, budget)
         body = response.infer_body(served.name, served.version, parsed.id, outputs)
         return DoorReply(
             200, body.data, body.content_type, body.headers, route.model, "infer", served.version

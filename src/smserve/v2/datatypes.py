@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from smserve.errors import InvalidInput
+from smserve.errors import InvalidInput, excerpt
 
 DTYPES: Mapping[str, np.dtype] = {
     "BOOL": np.dtype(np.bool_),
@@ -43,7 +43,8 @@ def input_dtype(datatype: object, name: str) -> np.dtype:
     if isinstance(datatype, str) and datatype in UNSUPPORTED:
         raise InvalidInput(f"input '{name}': datatype {UNSUPPORTED[datatype]}")
     raise InvalidInput(
-        f"input '{name}': unknown datatype {datatype!r}; use one of {', '.join(DTYPES)}"
+        f"input '{name}': unknown datatype {excerpt(repr(datatype))}; use one of "
+        f"{', '.join(DTYPES)}"
     )
 
 

@@ -12,9 +12,15 @@ from smserve.errors import DecodeError, PayloadTooLarge, UnsupportedMediaType
 _WBITS: Mapping[str, int] = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 
-def decoded_body(body: bytes, content_encoding: str | None, limit: int) -> bytes:
+def decoded_body(
+    body: bytes,
+    content_encoding: str | None,
+    limit: int,
+    setting: str = "SAGEMAKER_MAX_PAYLOAD_IN_MB",
+) -> bytes:
     """``body`` as sent before compression; raises UnsupportedMediaType for another encoding,
-    PayloadTooLarge past ``limit`` inflated bytes, DecodeError for corrupt data."""
+    PayloadTooLarge past ``limit`` inflated bytes (which ``setting`` raises), DecodeError for
+    corrupt data."""
     coding = (content_encoding or "identity").strip().lower()
     if coding == "identity" or not body:
         return body
@@ -24,10 +30,10 @@ def decoded_body(body: bytes, content_encoding: str | None, limit: int) -> bytes
             f"Content-Encoding {content_encoding!r} is not supported: send gzip, deflate or "
             "an uncompressed body"
         )
-    return _inflate(body, coding, wbits, limit)
+    return _inflate(body, coding, wbits, limit, setting)
 
 
-def _inflate(body: bytes, coding: str, wbits: int, limit: int) -> bytes:
+def _inflate(body: bytes, coding: str, wbits: int, limit: int, setting: str) -> bytes:
     inflater = zlib.decompressobj(wbits)
     try:
         data = inflater.decompress(body, limit + 1)
@@ -38,7 +44,7 @@ def _inflate(body: bytes, coding: str, wbits: int, limit: int) -> bytes:
     if len(data) > limit:
         raise PayloadTooLarge(
             f"the {coding} body inflates past the {limit}-byte limit; send fewer rows per "
-            "request or raise SAGEMAKER_MAX_PAYLOAD_IN_MB"
+            f"request or raise {setting}"
         )
     if not inflater.eof:
         raise DecodeError(f"Content-Encoding {coding}: the body is truncated")

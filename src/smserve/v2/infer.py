@@ -18,6 +18,7 @@ import numpy as np
 
 import smserve
 from smserve.algorithms.base import Algorithm
+from smserve.budget import UNLIMITED, RequestBudget
 from smserve.errors import ModelNotFound, ModelNotReady
 from smserve.repository.status import VersionStatus
 from smserve.service import InferenceService
@@ -70,10 +71,14 @@ class OutputTensor:
     binary: bool
 
 
-def infer(served: Served, request: InferRequest) -> list[OutputTensor]:
-    """The request's outputs from ``served``; raises InvalidInput (or the service's errors)."""
+def infer(
+    served: Served, request: InferRequest, budget: RequestBudget = UNLIMITED
+) -> list[OutputTensor]:
+    """The request's outputs from ``served``; raises InvalidInput (or the service's errors),
+    or PayloadTooLarge when the input's declared shape is over the request's ``budget``."""
     tensor = only_input(request.inputs)
-    matrix = model_matrix(decode_input(tensor), tensor.name, served.algorithm.n_features)
+    values = decode_input(tensor, budget)
+    matrix = model_matrix(values, tensor.name, served.algorithm.n_features)
     return _run(served, Batch(matrix), request)
 
 

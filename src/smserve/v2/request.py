@@ -15,9 +15,11 @@ from typing import Any
 
 import orjson
 
+from smserve.budget import JSON_BYTES_PER_BYTE, UNLIMITED, RequestBudget
 from smserve.errors import InvalidInput
 
 HEADER_LENGTH = "Inference-Header-Content-Length"
+MAX_RANK = 64  # numpy's most dimensions (the model takes 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +52,13 @@ class InferRequest:
     binary_output: bool
 
 
-def parse_request(body: bytes, header_length: str | None) -> InferRequest:
+def parse_request(
+    body: bytes, header_length: str | None, budget: RequestBudget = UNLIMITED
+) -> InferRequest:
     """The request in ``body``; ``header_length`` is the Inference-Header-Content-Length
-    header (None: the whole body is JSON)."""
+    header (None: the whole body is JSON). Parsing the JSON is charged to ``budget``."""
     split = _split(body, header_length)
+    budget.check(JSON_BYTES_PER_BYTE * split, f"a {split}-byte inference request JSON")
     document = _object(_json(body[:split]), "the inference request")
     parameters = _parameters(document.get("parameters"), "the request")
     binary_output = flag(parameters, "binary_data_output", "the request")
@@ -160,6 +165,8 @@ def _input(item: dict[str, Any], index: int, binary: memoryview) -> tuple[InputT
 def shape_of(value: Any, where: str) -> tuple[int, ...]:
     if not isinstance(value, list) or not all(_is_size(d) for d in value):
         raise InvalidInput(f"{where}: 'shape' must be a list of non-negative integers")
+    if len(value) > MAX_RANK:
+        raise InvalidInput(f"{where}: 'shape' has {len(value)} dimensions, at most {MAX_RANK}")
     return tuple(value)
 
 

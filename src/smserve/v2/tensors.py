@@ -16,22 +16,32 @@ from typing import Any
 
 import numpy as np
 
-from smserve.errors import InvalidInput
+from smserve.budget import UNLIMITED, RequestBudget
+from smserve.errors import InvalidInput, excerpt
 from smserve.types import FloatArray
 from smserve.v2.datatypes import input_dtype
 from smserve.v2.request import InputTensor
 
+# Each declared value: numpy's reading of the JSON (8 bytes), the datatype's array, and the
+# model's float32 matrix. Binary data is read in place (no first term then, but charged alike).
+_JSON_VALUE_BYTES = 8
 
-def decode_input(tensor: InputTensor) -> np.ndarray:
-    """The tensor as an array of its datatype and shape; raises InvalidInput."""
+
+def decode_input(tensor: InputTensor, budget: RequestBudget = UNLIMITED) -> np.ndarray:
+    """The tensor as an array of its datatype and shape; raises InvalidInput, and
+    PayloadTooLarge when its declared shape is over ``budget`` (checked before any array)."""
     dtype = input_dtype(tensor.datatype, tensor.name)
+    count = math.prod(tensor.shape)
+    budget.check(
+        count * (_JSON_VALUE_BYTES + dtype.itemsize + 4),
+        f"input '{excerpt(tensor.name)}' of shape {list(tensor.shape)}",
+    )
     if isinstance(tensor.data, memoryview):
         values = _binary(tensor, dtype)
     elif isinstance(tensor.data, np.ndarray):
         values = _checked(tensor.data.reshape(-1), dtype, tensor.name)
     else:
         values = _checked(_json_values(tensor), dtype, tensor.name)
-    count = math.prod(tensor.shape)
     if values.size != count:
         raise InvalidInput(
             f"input '{tensor.name}': shape {list(tensor.shape)} holds {count} values, but "

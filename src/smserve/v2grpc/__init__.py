@@ -8,6 +8,7 @@ grpcio: the gunicorn master imports it, and must never hold gRPC state when it f
 
 from __future__ import annotations
 
+from smserve.budget import MemoryBudget
 from smserve.config import Settings
 from smserve.doors import Listener
 from smserve.v2.infer import ModelSource
@@ -20,6 +21,6 @@ def start(settings: Settings, models: ModelSource) -> Listener | None:
     from smserve.v2grpc.api import GRPCInferenceAPI  # grpcio and the messages, only here
     from smserve.v2grpc.server import GrpcServer
 
-    server = GrpcServer(GRPCInferenceAPI(models), settings)
+    server = GrpcServer(GRPCInferenceAPI(models, MemoryBudget.of(settings)), settings)
     server.start()
     return server

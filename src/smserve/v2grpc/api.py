@@ -14,6 +14,8 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from smserve.budget import DEFAULT as DEFAULT_BUDGET
+from smserve.budget import MemoryBudget
 from smserve.v2.infer import (
     ModelSource,
     available_versions,
@@ -33,8 +35,9 @@ Method = Callable[[Any], Any]
 class GRPCInferenceAPI:
     """Answers each RPC from a ModelSource (``smserve.repository.modes.Models``)."""
 
-    def __init__(self, models: ModelSource) -> None:
+    def __init__(self, models: ModelSource, budget: MemoryBudget = DEFAULT_BUDGET) -> None:
         self.models = models
+        self.budget = budget  # each request's memory budget, as on the REST door
         self._server_metadata = json_format.ParseDict(
             server_metadata(), MESSAGES["ServerMetadataResponse"]()
         )
@@ -72,5 +75,5 @@ class GRPCInferenceAPI:
     def model_infer(self, request: Any) -> Any:
         served = self.models.resolve(request.model_name, parse_version(request.model_version))
         parsed = infer_request(request)
-        outputs = infer(served, parsed)
+        outputs = infer(served, parsed, self.budget.for_body(request.ByteSize()))
         return infer_response(served.name, served.version, request.id, outputs)

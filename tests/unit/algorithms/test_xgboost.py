@@ -87,14 +87,17 @@ def test_class_attributes(xgb_binary_dir: Path) -> None:
     assert algorithm.n_features == 4
 
 
-def test_feature_names_default_to_f0_onwards(binary: XGBoost) -> None:
-    assert binary.feature_names == ("f0", "f1", "f2", "f3")
+def test_a_booster_without_names_has_none(binary: XGBoost) -> None:
+    assert binary.feature_names == ()
 
 
+@pytest.mark.parametrize(
+    "names", [["age", "income", "tenure", "score"], ["f0", "f1", "f2", "f3"]], ids=["own", "f"]
+)
 def test_feature_names_come_from_the_booster(
-    tmp_path: Path, save: Saver, load_xgboost: Loader, model_features: np.ndarray
+    tmp_path: Path, save: Saver, load_xgboost: Loader, model_features: np.ndarray, names: list[str]
 ) -> None:
-    names = ["age", "income", "tenure", "score"]
+    """Names the booster records are the model's own, even when they read f0, f1, ..."""
     dtrain = xgb.DMatrix(model_features, label=model_features[:, 0], feature_names=names)
     save(xgb.train({"nthread": 1}, dtrain, num_boost_round=2), tmp_path)
     assert load_xgboost(tmp_path).feature_names == tuple(names)

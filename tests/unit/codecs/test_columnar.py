@@ -87,15 +87,46 @@ def test_columns_are_taken_in_the_models_order(
 
 
 @pytest.mark.parametrize(("content_type", "write"), FORMATS)
-def test_unnamed_model_takes_columns_by_position_or_f_names(
+def test_a_model_without_names_takes_columns_by_position(
     content_type: str, write: Writer, frame: pd.DataFrame
 ) -> None:
-    defaults = ("f0", "f1", "f2", "f3")
     by_position = write(pa.Table.from_pandas(frame, preserve_index=False))
-    np.testing.assert_array_equal(decode(content_type, by_position, defaults), frame.to_numpy())
-    renamed = frame.set_axis(list(defaults), axis=1)[["f2", "f0", "f3", "f1"]]
-    by_name = write(pa.Table.from_pandas(renamed, preserve_index=False))
-    np.testing.assert_array_equal(decode(content_type, by_name, defaults), frame.to_numpy())
+    np.testing.assert_array_equal(decode(content_type, by_position, ()), frame.to_numpy())
+    renamed = frame.set_axis(["f2", "f0", "f3", "f1"], axis=1)  # names mean nothing to it
+    body = write(pa.Table.from_pandas(renamed, preserve_index=False))
+    np.testing.assert_array_equal(decode(content_type, body, ()), frame.to_numpy())
+
+
+@pytest.mark.parametrize(("content_type", "write"), FORMATS)
+def test_a_model_whose_own_names_are_f0_onwards_takes_columns_by_name(
+    content_type: str, write: Writer, frame: pd.DataFrame
+) -> None:
+    own = ("f0", "f1", "f2", "f3")
+    renamed = frame.set_axis(list(own), axis=1)[["f2", "f0", "f3", "f1"]]
+    body = write(pa.Table.from_pandas(renamed, preserve_index=False))
+    np.testing.assert_array_equal(decode(content_type, body, own), frame.to_numpy())
+
+
+@pytest.mark.parametrize(("content_type", "write"), FORMATS)
+def test_an_id_in_place_of_a_feature_column_is_400_naming_both(
+    content_type: str, write: Writer, frame: pd.DataFrame
+) -> None:
+    """The silent wrong answer the name rule prevents: four columns, one of them an id where
+    f3 should be. By position this would predict on the id."""
+    swapped = frame.set_axis(["f0", "f1", "f2", "id"], axis=1)
+    body = write(pa.Table.from_pandas(swapped, preserve_index=False))
+    expected = "feature column 'f3' is missing, and 'id' is not a model feature column"
+    with pytest.raises(InvalidInput, match=expected):
+        decode(content_type, body, ("f0", "f1", "f2", "f3"))
+
+
+@pytest.mark.parametrize(("content_type", "write"), FORMATS)
+def test_missing_columns_are_named_with_how_many_more(
+    content_type: str, write: Writer, frame: pd.DataFrame
+) -> None:
+    body = write(pa.Table.from_pandas(frame[["age"]], preserve_index=False))
+    with pytest.raises(InvalidInput, match="feature column 'income' is missing \\(and 2 more\\);"):
+        decode(content_type, body)
 
 
 @pytest.mark.parametrize(("content_type", "write"), FORMATS)
@@ -178,7 +209,7 @@ def test_decompression_bomb_is_413() -> None:
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd")
     assert len(sink.getvalue()) < 100_000  # 8 million zeros compress to almost nothing
-    with pytest.raises(PayloadTooLarge, match="decodes to 8000000 values"):
+    with pytest.raises(PayloadTooLarge, match="2000000 rows of 4 columns .* over the "):
         decode(media.PARQUET, sink.getvalue())
 
 
