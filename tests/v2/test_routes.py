@@ -23,11 +23,11 @@ from tests.v2.conftest import Call
         ("POST", "/v2/models/km/infer", Route("infer", "km")),
         ("POST", "/v2/models/km/versions/12/infer", Route("infer", "km", 12)),
         ("POST", "/v2/models/a%2Fb%20c/infer", Route("infer", "a/b c")),
-        ("POST", "/v2/models/km/ready", Route("method_not_allowed", "km")),
-        ("GET", "/v2/models/km/infer", Route("method_not_allowed", "km")),
-        ("PUT", "/v2/models/km", Route("method_not_allowed", "km")),
-        ("DELETE", "/v2/health/live", Route("method_not_allowed")),
-        ("HEAD", "/v2", Route("method_not_allowed")),
+        ("POST", "/v2/models/km/ready", Route("method_not_allowed", "km", allowed="GET")),
+        ("GET", "/v2/models/km/infer", Route("method_not_allowed", "km", allowed="POST")),
+        ("PUT", "/v2/models/km", Route("method_not_allowed", "km", allowed="GET")),
+        ("DELETE", "/v2/health/live", Route("method_not_allowed", allowed="GET")),
+        ("HEAD", "/v2", Route("method_not_allowed", allowed="GET")),
         ("GET", "/v2/models", Route("not_found")),
         ("GET", "/v2/models/", Route("not_found")),
         ("GET", "/v2/models/km/versions/v1", Route("not_found")),
@@ -74,3 +74,14 @@ def test_unknown_routes_answer_the_error_envelope(
     assert answer.status == status
     assert answer.reply.content_type == "application/json"
     assert message in answer.error
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [("POST", "/v2/models/km", "GET"), ("GET", "/v2/models/km/infer", "POST")],
+)
+def test_a_405_names_the_allowed_method(call: Call, method: str, path: str, allowed: str) -> None:
+    """RFC 9110: a 405 carries Allow (schemathesis' unsupported-method check asks for it)."""
+    answer = call(method, path)
+    assert answer.status == 405
+    assert dict(answer.reply.headers)["Allow"] == allowed

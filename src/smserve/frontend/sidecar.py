@@ -90,20 +90,26 @@ class _Handler(BaseHTTPRequestHandler):
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """Every other method (501 here) and malformed requests: the envelope, then close."""
-        status = 405 if code == 501 else code
         text = "this method is not allowed" if code == 501 else (message or "bad request")
         self.close_connection = True
-        self._respond(status, JSON, error_body(text), close=True)
+        if code == 501:  # a 405 names what is allowed (RFC 9110)
+            self.send_response(405)
+            self.send_header("Allow", "GET, HEAD")
+        else:
+            self.send_response(code)
+        self._respond(None, JSON, error_body(text), close=True)
 
     def _respond(
         self,
-        status: int,
+        status: int | None,
         content_type: str | None,
         body: bytes,
         send_body: bool = True,
         close: bool = False,
     ) -> None:
-        self.send_response(status)
+        """Answer ``status`` (None: its status line is already sent) with ``body``."""
+        if status is not None:
+            self.send_response(status)
         if content_type is not None:
             self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))

@@ -11,34 +11,43 @@ model, so every door gives the same numbers:
 
 plus the metrics pages, summed over every worker: the server's own at SMSERVE_METRICS_PATH
 (behind nginx the supervisor answers that path, so a scrape never waits for a worker; this
-route serves it with gunicorn alone) and TF Serving's names at its path. ``POST
+route serves it with gunicorn alone) and TF Serving's names at its path; and ``GET
+/openapi.json``: every route above described in OpenAPI 3.1, assembled from each door's own
+description (its ``openapi`` module) and the codec registry's media types. ``POST
 /invocations``, ``GET /ping`` and V2's ``POST .../infer`` are also answered in front of Flask,
 by the same doors (``http.fastpath``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
 from flask import Flask, Response
 
+import smserve
 from smserve import metrics as metrics_module
+from smserve import openapi
 from smserve.budget import MemoryBudget
+from smserve.codecs import default_registry
 from smserve.config import Settings
 from smserve.http import context, fastpath
 from smserve.http.doors import Prefix, Route, mount
 from smserve.http.errors import register_error_handlers
-from smserve.media import PROMETHEUS_TEXT, TEXT
+from smserve.media import JSON, PROMETHEUS_TEXT, TEXT
 from smserve.metrics import Metrics, page, processes
 from smserve.repository import runtime
 from smserve.repository.loading import ModelLoader
 from smserve.repository.mme import MultiModelRegistry
 from smserve.repository.modes import Models, open_models
+from smserve.sagemaker import openapi as sagemaker_openapi
 from smserve.sagemaker.api import SageMakerAPI
 from smserve.sagemaker.mme import MultiModelAPI
 from smserve.service import InferenceService
+from smserve.tfserving import openapi as tfserving_openapi
 from smserve.tfserving.api import TFServingAPI
 from smserve.tfserving.routes import API_PREFIX
+from smserve.v2 import openapi as v2_openapi
 from smserve.v2.api import V2API
 
 V2_PREFIX = re.compile(r"/v2(?:/.*)?", re.DOTALL)
@@ -63,6 +72,8 @@ def create_app(settings: Settings, service: InferenceService | None = None) -> F
     mount(app, _sagemaker_routes(sagemaker, models), _prefixes(tfserving, v2))
     app.add_url_rule(metrics_module.PATH, "metrics", lambda: _tfserving_page(metrics))
     app.add_url_rule(settings.metrics_path, "smserve_metrics", lambda: _page(metrics))
+    document = _openapi_document(settings, models, service)
+    app.add_url_rule(openapi.PATH, "openapi", lambda: Response(document, content_type=JSON))
     context.install(app, settings, models)
     app.extensions[context.DOORS_KEY] = context.Serving(sagemaker, v2, metrics)
     app.extensions[TFSERVING_KEY] = tfserving
@@ -86,8 +97,8 @@ def _sagemaker_routes(api: SageMakerAPI, models: Models) -> tuple[Route, ...]:
     return routes + (
         Route(("GET",), "/models", "list_models", api, mme.list_models),
         Route(("POST",), "/models", "load_model", api, mme.load_model),
-        Route(("GET",), "/models/<path:name>", "describe_model", api, mme.describe_model),
-        Route(("DELETE",), "/models/<path:name>", "unload_model", api, mme.unload_model),
+        Route(("GET",), "/models/<model:name>", "describe_model", api, mme.describe_model),
+        Route(("DELETE",), "/models/<model:name>", "unload_model", api, mme.unload_model),
         Route(("POST",), "/models/<path:name>/invoke", "invoke_model", api, mme.invoke_model),
     )
 
@@ -107,3 +118,29 @@ def _page(metrics: Metrics) -> Response:
     master = os.getppid()
     roles = {"gunicorn_master": [master], "worker": processes.children(master)}
     return Response(page.render(metrics.all_counts(), roles), content_type=PROMETHEUS_TEXT)
+
+
+def _openapi_document(
+    settings: Settings, models: Models, service: InferenceService | None
+) -> bytes:
+    """Every route this app answers, from the doors' descriptions of themselves."""
+    registry = service.registry if service is not None else default_registry(settings)
+    multi_model = isinstance(models, MultiModelRegistry)
+    fragments = (
+        sagemaker_openapi.fragment(
+            registry.decodable, registry.offers, multi_model=multi_model, lines=settings.batch_mode
+        ),
+        tfserving_openapi.fragment(),
+        v2_openapi.fragment(),
+        openapi.Fragment(
+            {
+                settings.metrics_path: openapi.text_page(
+                    "metrics", "The server's metrics (Prometheus text 0.0.4)", PROMETHEUS_TEXT
+                ),
+                metrics_module.PATH: openapi.text_page(
+                    "tfserving_metrics", "TF Serving's metrics (Prometheus text)", TEXT
+                ),
+            }
+        ),
+    )
+    return json.dumps(openapi.assemble("smserve", smserve.__version__, fragments)).encode()

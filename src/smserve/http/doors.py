@@ -20,6 +20,7 @@ from http import HTTPStatus
 from typing import Any, Protocol
 
 from flask import Flask, Response, current_app, request
+from werkzeug.routing import PathConverter
 
 from smserve.doors import Door, DoorReply, DoorRequest
 from smserve.http import accounting, context
@@ -57,7 +58,16 @@ class Prefix:
     door: PrefixDoor
 
 
+class ModelNameConverter(PathConverter):
+    """``<model:name>``: a model name as sent, slashes included (so a name with one gets the
+    400 stating the naming rule, not a 404), but never ending in ``/invoke``: that path is
+    the invoke route's alone, and its Allow header must not list the name routes' methods."""
+
+    regex = r"[^/].*?(?<!/invoke)"
+
+
 def mount(app: Flask, routes: tuple[Route, ...], prefixes: tuple[Prefix, ...]) -> None:
+    app.url_map.converters["model"] = ModelNameConverter
     for route in routes:
         app.add_url_rule(route.rule, route.name, _view(route), methods=list(route.methods))
     for prefix in prefixes:

@@ -171,6 +171,8 @@ class MultiModelRegistry:
         try:
             with confined(self.models_dir):
                 return resolve_directory(Path(url))
+        except ValueError as exc:  # a NUL byte: the OS's refusal is the client's mistake too
+            raise InvalidInput(f"url {url!r} is not a usable path: {exc}") from None
         except Outside as exc:
             raise InvalidInput(
                 f"url {url!r} leads outside the models directory {self.models_dir} "

@@ -37,7 +37,8 @@ from smserve.tfserving.status import metadata_body, status_body
 from smserve.tfserving.tensors import shape_text
 from smserve.types import Batch, Prediction
 
-_ORIGIN = re.compile(r"https?://")
+ORIGIN_PATTERN = r"https?://"  # a preflight from a web page (searched, not anchored)
+_ORIGIN = re.compile(ORIGIN_PATTERN)
 _VERBS = ("predict", "classify", "regress")
 
 

@@ -29,6 +29,7 @@ _GET = re.compile(
 )
 _INT64_MAX = 2**63 - 1
 VERBS = ("classify", "regress", "predict")
+ACTIONS = (*VERBS, "status", "metadata")  # every action a well-formed request can have
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,4 +116,5 @@ def _ok(body: response.Body, served: Served | None = None) -> DoorReply:
 
 def _reply(status: int, message: str, route: Route) -> DoorReply:
     verb = "infer" if route.action == "infer" else None
-    return DoorReply(status, response.error_body(message), JSON, (), route.model, verb)
+    allow = (("Allow", route.allowed),) if route.allowed else ()  # RFC 9110: a 405 says which
+    return DoorReply(status, response.error_body(message), JSON, allow, route.model, verb)

@@ -21,6 +21,8 @@ _SERVER = re.compile(r"/v2/?|/v2/health/(live|ready)")
 _MODEL = re.compile(r"/v2/models/([^/]+)(?:/versions/([0-9]+))?(?:/(infer|ready))?")
 _INT64_MAX = 2**63 - 1
 NOT_FOUND = "not_found"
+SERVER_ACTIONS = ("server_metadata", "live", "ready")
+MODEL_ACTIONS = ("model_metadata", "model_ready", "infer")  # with or without a version
 NOT_ALLOWED = "method_not_allowed"
 
 
@@ -32,6 +34,7 @@ class Route:
     action: str
     model: str = ""
     version: int | None = None
+    allowed: str = ""  # with ``method_not_allowed``: the one method the path answers
 
 
 def is_api_path(path: str) -> bool:
@@ -59,7 +62,7 @@ def _model_action(kind: str | None) -> str:
 
 def _checked(method: str, allowed: str, route: Route) -> Route:
     if method != allowed:
-        return Route(NOT_ALLOWED, route.model, route.version)
+        return Route(NOT_ALLOWED, route.model, route.version, allowed)
     return route
 
 

@@ -70,7 +70,7 @@ def test_the_metrics_page_sums_the_workers_files(sidecar: Sidecar, tmp_path: Pat
 
 def test_every_other_request_is_the_envelope(sidecar: Sidecar, tmp_path: Path) -> None:
     status, headers, body = get(tmp_path / "s.sock", "POST", "/ping")
-    assert (status, headers["connection"]) == (405, "close")
+    assert (status, headers["connection"], headers["allow"]) == (405, "close", "GET, HEAD")
     assert json.loads(body)["message"] == "this method is not allowed"
     status, _, body = get(tmp_path / "s.sock", "GET", "/elsewhere")
     assert (status, json.loads(body)["error"]) == (404, "no such route")
