@@ -4,9 +4,15 @@ Spark reuses its Python workers across tasks (``spark.python.worker.reuse``, on 
 and a task's function is unpickled anew each time, so the loaded model cannot live in the
 function or its arguments: it lives here, keyed by the settings that loaded it, as the local
 engine keeps one Scorer per worker process (``smserve.scoring.worker``). The driver uses the
-same cache when it checks a job before starting it."""
+same cache when it checks a job before starting it.
+
+In a task, the model is loaded with as many threads as the task has CPUs (``spark.task.cpus``,
+1 by default) on whatever machine the executor runs: the settings come from the driver, whose
+CPU count says nothing about the executor's."""
 
 from __future__ import annotations
+
+import os
 
 from smserve.config import Settings
 from smserve.scoring import worker
@@ -24,7 +30,7 @@ def service_for(settings: Settings) -> InferenceService:
     service = _SERVICES.get(settings)
     if service is None:
         worker.preload(settings)  # XGBoost without its scikit-learn and pandas wrappers
-        service = _SERVICES[settings] = build_service(settings)
+        service = _SERVICES[settings] = build_service(_for_this_task(settings))
     return service
 
 
@@ -35,3 +41,14 @@ def scorer_for(settings: Settings, plan: Plan) -> Scorer:
     if scorer is None:
         scorer = _SCORERS[(settings, plan)] = Scorer(service_for(settings), plan)
     return scorer
+
+
+def _for_this_task(settings: Settings) -> Settings:
+    """``settings`` with ``workers`` set so that a model gets ``cpu_count // workers`` = the
+    task's CPUs per prediction (``threads_per_worker``); unchanged outside a task."""
+    from pyspark import TaskContext
+
+    task = TaskContext.get()
+    if task is None:
+        return settings
+    return settings.replace(workers=max(1, (os.cpu_count() or 1) // max(1, task.cpus())))
