@@ -51,7 +51,9 @@ def test_every_socket_the_cluster_listens_on_is_loopback(spark: Any) -> None:
 
     assert spark.range(4, numPartitions=2).count() == 4  # executors and Python workers up
     gateway = psutil.Process(SparkContext._gateway.proc.pid)  # the driver's JVM
-    processes = [psutil.Process(), gateway, *gateway.children(recursive=True)]
+    # Exited launchers (spark-class's shell) stay zombies under the JVM, which never reaps them.
+    children = [p for p in gateway.children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+    processes = [psutil.Process(), gateway, *children]
     executors = [p for p in processes if "CoarseGrainedExecutorBackend" in " ".join(p.cmdline())]
     assert len(executors) == 2
     listening = [
