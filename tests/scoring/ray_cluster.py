@@ -18,6 +18,8 @@ our own, so that nothing another Ray user on the machine did or does matters."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import secrets
@@ -25,6 +27,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -85,10 +88,10 @@ class TwoNodeCluster:
     def kill_second_raylet(self) -> None:
         """SIGKILL to the second node's raylet, by PID; its workers and agents (which exit when
         they notice) are remembered, so that ``replace_second_node`` can make sure of them."""
-        raylet = self.second_raylet()
-        self._remains = raylet.children(recursive=True)
+        self._remains = self.second_raylet().children(recursive=True)
+        raylet = _raylet(self.second)
         raylet.kill()
-        raylet.wait(timeout=30)
+        raylet.wait(timeout=30)  # reaped through its handle, as Ray's own kill does
 
     def processes(self) -> list[psutil.Process]:
         """Every live process of the cluster: each node's own and its raylet's descendants
@@ -104,20 +107,33 @@ class TwoNodeCluster:
         """A fresh second node after ``kill_second_raylet``: the old node's processes stopped by
         handle, any of its workers still alive after 30 s by PID."""
         _, alive = psutil.wait_procs(self._remains, timeout=30)
-        for process in alive:
-            _kill(process)
-        self.cluster.remove_node(self.second, allow_graceful=False)
+        with _quiet_teardown():
+            for process in alive:
+                _kill(process)
+            self.cluster.remove_node(self.second, allow_graceful=False)
         self.second = self._add_node()
 
     def stop(self) -> None:
         """Every node's processes, by handle, and then any worker they left (by PID)."""
         left = [child for p in self.processes() for child in _descendants(p)]
-        self.cluster.shutdown()
-        for process in left:
-            _kill(process)
+        with _quiet_teardown():
+            self.cluster.shutdown()
+            for process in left:
+                _kill(process)
 
     def _add_node(self) -> Any:
         return self.cluster.add_node(**self.node_args)
+
+
+@contextlib.contextmanager
+def _quiet_teardown() -> Iterator[None]:
+    """Ray's process handles are waited for (``wait=True``), but a handle Ray drops before its
+    process is reaped (a loaded machine) gives a ResourceWarning from Ray's internals: ignored
+    here, where Ray's objects go, with Python's collector run before the filter is lifted."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        yield
+        gc.collect()
 
 
 def _raylet(node: Any) -> Any:

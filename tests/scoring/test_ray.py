@@ -28,7 +28,10 @@ pytestmark = [pytest.mark.process, pytest.mark.filterwarnings("ignore::Deprecati
 
 @pytest.fixture(scope="module")
 def cluster(ray_cluster: TwoNodeCluster) -> Iterator[None]:
-    """This process connected to the cluster as a driver, for the module's tests."""
+    """This process connected to the cluster as a driver, for the module's tests. It starts
+    no Ray process, so ``ray.shutdown`` has none to stop: a local ``ray.init`` here gave a
+    ResourceWarning on a loaded machine (Ray waits one second for each process it kills,
+    then drops the handle of one not yet reaped)."""
     ray.init(address=ray_cluster.address, configure_logging=False)
     yield
     ray.shutdown()
