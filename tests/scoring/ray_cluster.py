@@ -36,6 +36,7 @@ import psutil
 
 NODE_CPUS = 2  # two each: actors (0.5 CPU) never take every CPU from Ray Data's own tasks
 OBJECT_STORE_BYTES = 200 * 1024 * 1024
+START_TIMEOUT_S = 300  # Cluster's own is 30 s a node, which a loaded 2-core machine exceeds
 
 
 def environment(folder: Path) -> dict[str, str]:
@@ -74,6 +75,7 @@ class TwoNodeCluster:
         }  # fmt: skip
         # No reaper and no exit hook: Ray's reaper makes the caller a process-group leader.
         head = {**self.node_args, "include_dashboard": False, "dashboard_agent_listen_port": None}
+        head["wait"] = False  # Cluster's add_node argument: waited for in _add_node instead
         self.cluster = Cluster(initialize_head=True, head_node_args=head, shutdown_at_exit=False)
         self.second = self._add_node()
         self._remains: list[psutil.Process] = []
@@ -122,7 +124,9 @@ class TwoNodeCluster:
                 _kill(process)
 
     def _add_node(self) -> Any:
-        return self.cluster.add_node(**self.node_args)
+        node = self.cluster.add_node(wait=False, **self.node_args)
+        self.cluster.wait_for_nodes(timeout=START_TIMEOUT_S)
+        return node
 
 
 @contextlib.contextmanager

@@ -3,10 +3,12 @@ standard input and Ctrl-C."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -159,22 +161,45 @@ def test_ctrl_c_stops_cleanly_and_keeps_only_finished_outputs(
         "--model-dir", str(model_dir), "--content-type", "text/csv", "--workers", "1",
         "--max-payload-mb", "0.0005",
     ]  # fmt: skip
-    process = subprocess.Popen(
-        command, env=server_env(8080, {}), stdin=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True,
-    )  # fmt: skip
-    assert process.stdin is not None
-    assert process.stderr is not None
-    deadline = time.monotonic() + 120
-    while not (tmp_path / "out" / "a.csv.out").exists() and time.monotonic() < deadline:
-        assert process.poll() is None, process.stderr.read()
-        time.sleep(0.05)
-    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C reaches the whole group
-    assert process.wait(timeout=60) == 130
-    process.stdin.close()
-    with process.stderr:
+    with _waiting_for_input(command) as process:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "out" / "a.csv.out").exists():
+            assert process.poll() is None, process.communicate()[1].decode()
+            assert time.monotonic() < deadline, "a.csv was not scored within 120 s"
+            time.sleep(0.05)
+        os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C reaches the whole group
+        assert _exit_status(process) == 130
         assert b"interrupted" in process.stderr.read()
     assert list(outputs(tmp_path / "out")) == ["a.csv.out"]  # b.csv's unfinished one is gone
+
+
+@contextlib.contextmanager
+def _waiting_for_input(command: list[str]) -> Iterator[subprocess.Popen[bytes]]:
+    """``command`` in a session of its own, its standard input open until the block ends (it
+    waits for more), Python's fault handler on; stopped (SIGKILL to its group) and its pipes
+    closed however the block ends, so a failure leaves no process or pipe to later tests."""
+    env = server_env(8080, {"PYTHONFAULTHANDLER": "1"})
+    process = subprocess.Popen(
+        command, env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+
+
+def _exit_status(process: subprocess.Popen[bytes]) -> int:
+    """The exit status within 60 s; else every thread's stack (SIGABRT to the group, which
+    the fault handler prints) in the failure."""
+    try:
+        return process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGABRT)
+        process.wait(timeout=60)
+        stacks = process.stderr.read().decode(errors="replace") if process.stderr else ""
+        raise AssertionError(f"no exit 60 s after Ctrl-C; its threads:\n{stacks[-8000:]}") from None
 
 
 def test_selectable_outputs_come_from_the_same_environment_as_the_endpoints(

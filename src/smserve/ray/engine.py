@@ -61,10 +61,10 @@ def score_files_on_ray(
 
     if any(item.path is None for item in files):
         raise ConfigError("--engine ray reads files, folders or s3://, not - (standard input)")
+    files, settings = [_absolute(item) for item in files], _absolute_paths(settings)
     connected = _connect(address)
     try:
-        return _score([_absolute(item) for item in files], _absolute_paths(settings), plan, run,
-                      progress)  # fmt: skip
+        return _score(files, settings, plan, run, progress)
     finally:
         if connected:
             began = time.monotonic()
