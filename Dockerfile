@@ -7,7 +7,8 @@
 # Build arguments:
 #   BASE_IMAGE       any Debian-like image with Python >= 3.11, `python` and `pip` on PATH
 #   XGBOOST_PACKAGE  xgboost-cpu (default: CPU only, no CUDA runtime or NCCL) or xgboost (GPU)
-#   SMSERVE_EXTRAS   optional extras from pyproject.toml to install too, e.g. "skops"
+#   SMSERVE_EXTRAS   optional extras from pyproject.toml to install too, e.g. "skops" (the
+#                    `grpc` extra, the Open Inference Protocol over gRPC, is always installed)
 #
 # Dependency solution. pyproject.toml declares `xgboost`, and on Linux that wheel drags in the
 # CUDA-enabled library plus nvidia-nccl (hundreds of MB). The CPU-only build ships as a different
@@ -39,7 +40,8 @@ ARG SMSERVE_EXTRAS=""
 WORKDIR /build
 COPY pyproject.toml container/runtime_requirements.py ./
 RUN python runtime_requirements.py pyproject.toml \
-        --replace "xgboost=${XGBOOST_PACKAGE}" --extra "${SMSERVE_EXTRAS}" > requirements.txt \
+        --replace "xgboost=${XGBOOST_PACKAGE}" --extra grpc --extra "${SMSERVE_EXTRAS}" \
+        > requirements.txt \
     && cat requirements.txt
 
 # --- deps: the runtime dependencies in /opt/venv. Keyed on the generated list's content, so
@@ -56,12 +58,17 @@ RUN python -m venv --without-pip /opt/venv \
     && rm -rf "$pa/include" "$pa"/libarrow_flight.so* "$pa"/libarrow_python_flight.so* \
         "$pa"/_flight*.so "$pa/flight.py" \
     && find "$pa" \( -name "*.pxd" -o -name "*.pyx" -o -name "*.h" \) -delete \
-    && /opt/venv/bin/python -c "import flask, gunicorn, numpy, scipy.sparse, sklearn.cluster, xgboost, google.protobuf, orjson, pyarrow.parquet, pyarrow.csv, pyarrow.ipc; from pyarrow.fs import S3FileSystem"
+    && /opt/venv/bin/python -c "import flask, gunicorn, numpy, scipy.sparse, sklearn.cluster, xgboost, google.protobuf, grpc, orjson, pyarrow.parquet, pyarrow.csv, pyarrow.ipc; from pyarrow.fs import S3FileSystem"
 
-# --- wheel: build the smserve wheel (pure Python; no dependencies resolved here) ---
+# --- wheel: build the smserve wheel (no dependencies resolved here). Its one C extension, the
+# fast XGBoost predictor (src/smserve/algorithms/_xgboost_fast.c), is compiled here with the
+# base image's Python headers; gcc stays in this stage, the final image gets the .so only. ---
 FROM ${BASE_IMAGE} AS wheel
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 COPY container/requirements.lock /tmp/requirements.lock
+RUN apt-get update -qq \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
 RUN python -m venv /opt/build \
     && /opt/build/bin/pip install -c /tmp/requirements.lock "setuptools>=77" wheel
 WORKDIR /build
@@ -92,12 +99,14 @@ RUN python -m pip --python /opt/venv/bin/python install --no-cache-dir --no-deps
         --disable-pip-version-check --root-user-action=ignore /tmp/wheels/*.whl \
     && rm -rf /tmp/wheels \
     && mkdir -p /opt/ml/model /opt/ml/models /opt/ml/input /opt/ml/output \
-    && /opt/venv/bin/smserve --help >/dev/null
+    && /opt/venv/bin/smserve --help >/dev/null \
+    && /opt/venv/bin/python -c "import smserve.algorithms._xgboost_fast"
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     SM_MODEL_DIR=/opt/ml/model
 WORKDIR /opt/ml
-EXPOSE 8080
+# 8080: HTTP (SageMaker, TF Serving REST, V2 REST); 8081: the Open Inference Protocol over gRPC
+EXPOSE 8080 8081
 # Exec form, no shell: `docker run IMAGE serve` runs `smserve serve` as PID 1, so SageMaker's
 # SIGTERM reaches the server directly (it drains, then exits before the SIGKILL 30 s later).
 ENTRYPOINT ["smserve"]

@@ -27,8 +27,13 @@ HERE = Path(__file__).resolve().parent
 PYPROJECT = HERE.parent / "pyproject.toml"
 LOCK = HERE / "requirements.lock"
 COMMAND = ".venv/bin/python container/lock_requirements.py"
-# (xgboost distribution, extras) for each variant the Dockerfile's build arguments allow.
-VARIANTS = (("xgboost-cpu", ()), ("xgboost", ()), ("xgboost-cpu", ("skops",)))
+# (xgboost distribution, extras) for each variant the Dockerfile's build arguments allow (the
+# image always installs the grpc extra).
+VARIANTS = (
+    ("xgboost-cpu", ("grpc",)),
+    ("xgboost", ("grpc",)),
+    ("xgboost-cpu", ("grpc", "skops")),
+)
 
 
 def variant_requirements(pyproject: Mapping[str, object]) -> list[list[str]]:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A Docker-compatible engine for machines that have the docker CLI but no engine (CI sandboxes,
 # this project's build machines): podman (with runc) answering the Docker API on a unix socket,
-# Debian's docker-compose (what the SageMaker SDK's local mode runs), and, because no image
+# Debian's docker-compose (what the SageMaker SDK's local mode runs), catatonit (the init of the
+# infra container `podman kube play` starts for a pod), and, because no image
 # registry may be reachable, a local stand-in for the python:3.11-slim base image built with
 # debootstrap from Debian bookworm's own packages (Python 3.11, as in the official image).
 #
@@ -11,6 +12,8 @@
 # Safe to run again: installed pieces, the base image and a running service are kept, so later
 # runs take a second. The first run takes a few minutes (apt, debootstrap). Everything it writes
 # lives under /etc/containers, /var/lib/containers, /var/tmp/smserve-engine and the socket.
+# The service's PID is kept in /var/tmp/smserve-engine/service.pid: a wedged service is stopped
+# by that PID, never by a name pattern.
 # Environment: SMSERVE_ENGINE_SOCKET (default /run/smserve-podman.sock), SMSERVE_DEBIAN_MIRROR.
 set -euo pipefail
 
@@ -18,6 +21,7 @@ socket="${SMSERVE_ENGINE_SOCKET:-/run/smserve-podman.sock}"
 mirror="${SMSERVE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 base_image="docker.io/library/python:3.11-slim"
 state=/var/tmp/smserve-engine
+pid_file="$state/service.pid"
 
 say() { printf 'container_engine: %s\n' "$*" >&2; }
 die() { say "FATAL: $*"; exit 1; }
@@ -29,6 +33,7 @@ install_packages() {
   have runc || missing+=(runc)
   have debootstrap || missing+=(debootstrap)
   have docker-compose || missing+=(docker-compose)
+  have catatonit || [ -x /usr/libexec/podman/catatonit ] || missing+=(catatonit)
   [ "${#missing[@]}" -eq 0 ] && return
   [ "$(id -u)" -eq 0 ] || die "installing ${missing[*]} needs root"
   say "installing ${missing[*]} (apt)"
@@ -84,20 +89,45 @@ attaches() {
   DOCKER_HOST="unix://$socket" timeout 60 docker run --rm "$base_image" true >/dev/null 2>&1
 }
 
+# is_our_service PID: PID is alive and is the podman service on this socket (not a reused PID).
+is_our_service() {
+  local cmdline
+  cmdline="$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null)" || return 1
+  [[ "$cmdline" == "podman system service "*"unix://$socket"* ]]
+}
+
+# Stops the service this script started, by the PID it recorded; waits up to 10 s for it.
+stop_service() {
+  local pid _
+  pid="$(cat "$pid_file" 2>/dev/null)" || pid=""
+  is_our_service "$pid" \
+    || die "the service on $socket was not started by this script (no live PID in $pid_file); stop it yourself"
+  kill "$pid"
+  for _ in $(seq 50); do
+    is_our_service "$pid" || return 0
+    sleep 0.2
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
 start_service() {
   if answers; then
     attaches && return
     say "the service on $socket answers but cannot run a container: restarting it"
-    pkill -f "podman system service.*$socket" || true
-    sleep 1
+    stop_service
   fi
   mkdir -p "$state"
   rm -f "$socket"
   say "starting podman's Docker API service on $socket"
+  # setsid execs podman in place (a background job is no group leader), so $! is its PID.
   setsid podman system service --time=0 "unix://$socket" >"$state/service.log" 2>&1 </dev/null &
+  echo "$!" >"$pid_file"
   local _
   for _ in $(seq 100); do
-    answers && return
+    if answers; then
+      is_our_service "$(cat "$pid_file")" || die "$socket answers, but not from the PID in $pid_file"
+      return
+    fi
     sleep 0.2
   done
   die "the Docker API on $socket did not answer; see $state/service.log"

@@ -10,14 +10,20 @@
 #      0 well before the SIGKILL
 #   5. SAGEMAKER_BIND_TO_PORT (the accept-bind-to-port label's promise)
 #   5b. a model.tar.gz alone on a read-only /opt/ml/model (unpacked to a temporary directory)
-#   6. the SageMaker Python SDK's local mode (tests/local_mode): deploy, predict and a local
-#      Batch Transform through Docker Compose, compared with in-process predictions
+#   5c. the container's own limits: `--cpus 1 --memory 1g` (serverless-like: one worker, a
+#      multi-model load past the memory budget answers 507, no OOM kill) and `--cpus 3` (a quota
+#      above the machine's CPUs sizes to the machine)
+#   6. the SageMaker Python SDK's local mode (tests/local_mode): Model.deploy, and the whole
+#      Estimator workflow (fit, deploy, predict, Batch Transform) through Docker Compose,
+#      compared with in-process predictions
+#   7. the KServe manifest's predictor as a Deployment under `podman kube play`
+#      (tests/local_mode/test_kserve_pod.py)
 #
 #   local_test/container_test.sh
 #
 # Environment: SMSERVE_TEST_IMAGE (default smserve:test), SMSERVE_SKIP_BUILD=1 (test an image
 # already built), DOCKER_BUILD_ARGS (extra `docker build` words), SMSERVE_SKIP_LOCAL_MODE=1
-# (leave out step 6).
+# (leave out step 6), SMSERVE_SKIP_KSERVE=1 (leave out step 7).
 # Uses the Docker engine when `docker info` works; otherwise sets one up with
 # local_test/container_engine.sh (podman serving the Docker API, a local python:3.11-slim;
 # -p publishing works through it unchanged). Containers it started are removed on exit.
@@ -36,8 +42,18 @@ now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
 summary=()
+step_times=()
 failures=0
 record() { summary+=("$(printf '%-22s %s' "$1" "$2")"); }
+# timed LABEL COMMAND...: runs the step and keeps its wall time for the summary.
+timed() {
+  local label="$1" start status=0
+  shift
+  start="$(now)"
+  "$@" || status=$?
+  step_times+=("$label $(elapsed "$start" "$(now)") s")
+  return "$status"
+}
 fail() { failures=$((failures + 1)); log "FAIL: $*"; }
 
 workdir="$(mktemp -d "${TMPDIR:-/tmp}/smserve-container-test.XXXXXX")"
@@ -276,33 +292,173 @@ archive_read_only() {
   docker rm -f "$container" >/dev/null 2>&1 || true
 }
 
-# --- 6. the SageMaker SDK's local mode --------------------------------------------------------
+# --- 5c. the container's own limits: serverless-like and a quota above the machine ------------
 
-# tests/local_mode with the real SDK: Model.deploy(instance_type="local") from a file://
-# model.tar.gz for both algorithms, Predictor (CSV -> JSON, RecordIO), and a local Transformer
-# job split into several mini-batches, all through Docker Compose against this engine.
-sdk_local_mode() {
-  local pytest="$repo_root/.venv/bin/pytest" start status=0
+# sizing_line CONTAINER: the server's log line saying what it sized itself from.
+sizing_line() { docker logs "$1" 2>&1 | grep -m 1 'sizing from' | sed 's/.*sizing from //'; }
+
+# post_model PORT NAME: POST /models for /opt/ml/models/NAME; prints the status code.
+post_model() {
+  curl -s -o /dev/null -w '%{http_code}' --max-time 120 -H 'Content-Type: application/json' \
+    --data "{\"model_name\": \"$2\", \"url\": \"/opt/ml/models/$2\"}" "http://127.0.0.1:$1/models"
+}
+
+# A multi-model container under `--cpus 1 --memory 1g` (a serverless endpoint's smallest size):
+# one worker, a small model loads and answers, a model whose files alone are twice the default
+# budget is refused with 507 instead of being loaded into an OOM kill, and the server still
+# answers afterwards with the kernel's OOM killer never having acted (docker inspect).
+limits_serverless() {
+  local port container="$name_prefix-limits" models="$workdir/limits-models" line code rows state
+  mkdir -p "$models/small" "$models/big"
+  cp "$workdir/xgboost/model/"* "$models/small/"
+  # A real k-means model of 256 MiB (1,024 centroids of 65,536 features), written by the image.
+  containers+=("$container-write")
+  docker run --name "$container-write" --entrypoint python -v "$models/big:/out" "$image" -c \
+    'import numpy as np, pathlib; from smserve.algorithms.ndarray import write_ndarray_file as w; w(pathlib.Path("/out/model_algo-1"), np.zeros((1024, 65536), np.float32))' \
+    || die "could not write the big k-means model"
+  docker rm -f "$container-write" >/dev/null
+  port="$(free_port)"
+  containers+=("$container")
+  docker run -d --name "$container" --cpus 1 --memory 1g -p "127.0.0.1:$port:8080" \
+    -e SAGEMAKER_MULTI_MODEL=true -v "$models:/opt/ml/models:ro" "$image" serve >/dev/null
+  if ! wait_for_ping "$port" "$container"; then
+    show_logs "$container"
+    fail "--cpus 1 --memory 1g: no 200 on /ping"
+    record "1 CPU, 1 GiB" "FAILED: no 200 on /ping"
+    return
+  fi
+  line="$(sizing_line "$container")"
+  [[ "$line" == "1 CPUs (cgroup "*"1024 MiB of memory (cgroup "*": 1 workers x "* ]] \
+    || fail "--cpus 1 --memory 1g: sized as: $line"
+  code="$(post_model "$port" small)"
+  rows="$(curl -fs --max-time 10 -H 'Content-Type: text/csv' -H 'Accept: text/csv' \
+    --data-binary @"$here/payloads/dense.csv" "http://127.0.0.1:$port/models/small/invoke" | wc -l)"
+  if [ "$code" != "200" ] || [ "$rows" != "6" ]; then
+    fail "--cpus 1 --memory 1g: small model load $code, $rows answer rows"
+  fi
+  code="$(post_model "$port" big)"
+  [ "$code" = "507" ] || fail "--cpus 1 --memory 1g: a model past the budget answered $code, not 507"
+  rows="$(curl -fs --max-time 10 -H 'Content-Type: text/csv' -H 'Accept: text/csv' \
+    --data-binary @"$here/payloads/dense.csv" "http://127.0.0.1:$port/models/small/invoke" | wc -l)"
+  state="$(docker inspect -f 'running={{.State.Running}} oomkilled={{.State.OOMKilled}} restarts={{.RestartCount}}' "$container")"
+  if [ "$rows" = "6" ] && [ "$state" = "running=true oomkilled=false restarts=0" ]; then
+    record "1 CPU, 1 GiB" "$line; big model 507; still answering, $state"
+  else
+    show_logs "$container"
+    fail "--cpus 1 --memory 1g after the 507: $rows answer rows, $state"
+    record "1 CPU, 1 GiB" "FAILED: $state"
+  fi
+  stop_gracefully "$container" "1 CPU, 1 GiB"
+}
+
+# `--cpus 3` on a machine with fewer CPUs: the quota is above the affinity mask, which wins.
+limits_above_machine() {
+  local port container="$name_prefix-cpus3" line cpus
+  cpus="$(nproc)"
+  port="$(free_port)"
+  containers+=("$container")
+  docker run -d --name "$container" --cpus 3 -p "127.0.0.1:$port:8080" \
+    -v "$workdir/kmeans/model:/opt/ml/model:ro" "$image" serve >/dev/null
+  if wait_for_ping "$port" "$container"; then
+    line="$(sizing_line "$container")"
+    local expected=$((cpus < 3 ? cpus : 3))
+    if [[ "$line" == *": $expected workers x "* ]]; then
+      record "--cpus 3" "on $cpus CPUs: $line"
+    else
+      fail "--cpus 3 on $cpus CPUs: sized as: $line (expected $expected workers)"
+      record "--cpus 3" "FAILED: $line"
+    fi
+  else
+    show_logs "$container"
+    fail "--cpus 3: no 200 on /ping"
+    record "--cpus 3" "FAILED: no 200 on /ping"
+  fi
+  docker rm -f "$container" >/dev/null 2>&1 || true
+}
+
+# --- 6./7. the SageMaker SDK's local mode; the KServe pod -----------------------------------------
+
+# Labels for the summary, by module of tests/local_mode.
+declare -A module_labels=(
+  [test_sdk_local_mode]="sdk model deploy"
+  [test_sdk_train_deploy]="sdk train+deploy"
+  [test_kserve_pod]="kserve pod"
+)
+
+# tests/local_mode with the real SDK, through Docker Compose against this engine:
+# Model.deploy(instance_type="local") from a file:// model.tar.gz for both algorithms; the
+# whole Estimator workflow (fit, deploy, Predictor in CSV and RecordIO, a local Batch Transform
+# in several mini-batches, endpoint deleted) for both. Adds to the caller's `files`.
+sdk_modules() {
   if ! docker compose version >/dev/null 2>&1 && ! command -v docker-compose >/dev/null; then
     fail "the SDK's local mode needs Docker Compose: apt-get install docker-compose"
     record "sdk local mode" "FAILED: no docker compose / docker-compose"
     return
   fi
-  if [ ! -x "$pytest" ]; then
-    fail "no $pytest: ./run-tests creates .venv with the SageMaker SDK"
-    record "sdk local mode" "FAILED: no .venv"
+  files+=(tests/local_mode/test_sdk_local_mode.py tests/local_mode/test_sdk_train_deploy.py)
+}
+
+# The KServe manifest's predictor played as a Deployment by podman. Where the engine is not
+# podman, the image is copied into podman's store first. Adds to the caller's `files`.
+kserve_module() {
+  if ! command -v podman >/dev/null; then
+    fail "the KServe pod test needs podman and catatonit: bash local_test/container_engine.sh"
+    record "kserve pod" "FAILED: no podman"
     return
   fi
-  log "SageMaker SDK local mode: pytest tests/local_mode against $image"
-  start="$(now)"
-  (cd "$repo_root" && SMSERVE_LOCAL_MODE_IMAGE="$image" "$pytest" -q -p no:cacheprovider \
-    tests/local_mode) >&2 || status=$?
-  if [ "$status" -eq 0 ]; then
-    record "sdk local mode" "deploy + Predictor + Transformer: passed in $(elapsed "$start" "$(now)") s"
-  else
-    fail "SageMaker SDK local mode tests failed (pytest exit $status)"
-    record "sdk local mode" "FAILED: pytest exit $status"
+  if [[ "${DOCKER_HOST:-}" != *podman* ]] && ! podman image exists "$image"; then
+    docker save "$image" | podman load >/dev/null || die "could not copy $image into podman"
   fi
+  files+=(tests/local_mode/test_kserve_pod.py)
+}
+
+# One pytest run (the SDK's import alone takes seconds), each module's result and time recorded.
+local_mode_tests() {
+  local pytest="$repo_root/.venv/bin/pytest" report="$workdir/local_mode.xml" status=0 files=()
+  if [ "${SMSERVE_SKIP_LOCAL_MODE:-0}" = "1" ]; then
+    record "sdk local mode" "skipped (SMSERVE_SKIP_LOCAL_MODE=1)"
+  else
+    sdk_modules
+  fi
+  if [ "${SMSERVE_SKIP_KSERVE:-0}" = "1" ]; then
+    record "kserve pod" "skipped (SMSERVE_SKIP_KSERVE=1)"
+  else
+    kserve_module
+  fi
+  [ "${#files[@]}" -gt 0 ] || return 0
+  if [ ! -x "$pytest" ]; then
+    fail "no $pytest: ./run-tests creates .venv with the test dependencies"
+    record "local mode tests" "FAILED: no .venv"
+    return
+  fi
+  log "pytest ${files[*]} against $image"
+  (cd "$repo_root" && SMSERVE_LOCAL_MODE_IMAGE="$image" "$pytest" -q -p no:cacheprovider \
+    --junitxml="$report" "${files[@]}") >&2 || status=$?
+  [ "$status" -eq 0 ] || fail "tests/local_mode failed (pytest exit $status)"
+  [ -s "$report" ] || return 0
+  local module outcome
+  while read -r module outcome; do
+    record "${module_labels[$module]:-$module}" "$outcome"
+  done < <(module_results "$report")
+}
+
+# module_results REPORT: "<module> <N passed|FAILED ...> in <s> s" per module of a JUnit report.
+module_results() {
+  "$python" - "$1" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+
+tests, failed, seconds = defaultdict(int), defaultdict(int), defaultdict(float)
+for case in ET.parse(sys.argv[1]).iter("testcase"):
+    module = case.get("classname", "").split(".")[-1]
+    tests[module] += 1
+    failed[module] += any(case.find(tag) is not None for tag in ("failure", "error"))
+    seconds[module] += float(case.get("time", 0))
+for module in tests:
+    verdict = f"FAILED {failed[module]} of {tests[module]}" if failed[module] else f"{tests[module]} passed"
+    print(f"{module} {verdict} in {seconds[module]:.1f} s (setup and teardown included)")
+PY
 }
 
 # --- main ---------------------------------------------------------------------------------------
@@ -311,27 +467,32 @@ main() {
   local started trained=()
   started="$(now)"
   ensure_engine
-  build_image
+  timed build build_image
   check_image
   for algorithm in xgboost kmeans; do
-    if train "$algorithm"; then trained+=("$algorithm"); fi
+    if timed "train $algorithm" train "$algorithm"; then trained+=("$algorithm"); fi
   done
-  train_must_fail
+  timed "failing train" train_must_fail
   for algorithm in "${trained[@]+"${trained[@]}"}"; do
-    serve_and_check "$algorithm"
+    timed "serve $algorithm" serve_and_check "$algorithm"
   done
-  if [[ " ${trained[*]+"${trained[*]}"} " == *" kmeans "* ]]; then bind_to_port; fi
-  if [[ " ${trained[*]+"${trained[*]}"} " == *" xgboost "* ]]; then archive_read_only; fi
-  if [ "${SMSERVE_SKIP_LOCAL_MODE:-0}" = "1" ]; then
-    record "sdk local mode" "skipped (SMSERVE_SKIP_LOCAL_MODE=1)"
-  else
-    sdk_local_mode
+  if [[ " ${trained[*]+"${trained[*]}"} " == *" kmeans "* ]]; then
+    timed bind-to-port bind_to_port
+    timed "--cpus 3" limits_above_machine
   fi
+  if [[ " ${trained[*]+"${trained[*]}"} " == *" xgboost "* ]]; then
+    timed "read-only archive" archive_read_only
+    timed "1 CPU, 1 GiB" limits_serverless
+  fi
+  timed "tests/local_mode" local_mode_tests
 
   echo
   echo "================ container_test summary ================"
   echo "image                  $image"
   printf '%s\n' "${summary[@]}"
+  local step
+  echo "step times:"
+  for step in "${step_times[@]+"${step_times[@]}"}"; do echo "  $step"; done
   echo "total time             $(elapsed "$started" "$(now)") s"
   if [ "$failures" -eq 0 ]; then
     echo "RESULT                 PASS"

@@ -96,8 +96,15 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(f"invalid configuration: {exc}")
     _configure_logging(settings)
+    logging.getLogger("smserve").info(
+        "sizing from %s: %d workers x %d threads, %d MiB per request",
+        settings.resources_note,
+        settings.workers,
+        settings.threads,
+        settings.request_memory_bytes // 2**20,
+    )
     process.tune_malloc(os.environ)  # before any thread starts
-    process.limit_native_threads(settings, os.environ, _cpu_count())
+    process.limit_native_threads(settings, os.environ, settings.cpu_count)
     try:
         return _start(settings, args.demo)
     except StartupError as exc:
@@ -140,10 +147,10 @@ def _score(args: argparse.Namespace) -> int:
         return _fail(f"invalid configuration: {exc}")
     _configure_logging(settings)
     process.tune_malloc(os.environ)  # before any thread starts; forked workers inherit it
-    workers = args.workers or _cpu_count()
-    process.limit_native_threads(settings.replace(workers=workers), os.environ, _cpu_count())
+    workers = args.workers or settings.cpu_count
+    process.limit_native_threads(settings.replace(workers=workers), os.environ, settings.cpu_count)
     try:
-        return score_command.run(args, os.environ, _cpu_count(), sys.stderr)
+        return score_command.run(args, os.environ, settings.cpu_count, sys.stderr)
     except (StartupError, ClientError) as exc:
         return _fail(str(exc))
 
@@ -161,13 +168,6 @@ def _configure_logging(settings: Settings) -> None:
         format="%(asctime)s [%(process)d] [%(levelname)s] %(name)s: %(message)s",
         stream=sys.stderr,
     )
-
-
-def _cpu_count() -> int:
-    # The CPUs this process may run on (a container's cpuset), not the host's.
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def _fail(message: str) -> int:

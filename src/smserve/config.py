@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from smserve.errors import ConfigError
+from smserve.resources import Resources, detect
 
 MIB = 1024 * 1024
 T = TypeVar("T")
@@ -17,12 +18,14 @@ T = TypeVar("T")
 ALGORITHMS = ("kmeans", "xgboost")
 KMEANS_DISTANCES = ("euclidean", "squared")
 XGBOOST_DEVICES = ("auto", "cpu", "cuda")
+FAST_PREDICTOR_MODES = ("auto", "off")
 LIBSVM_INDEX_BASES = ("0", "1", "auto")
 BATCH_STRATEGIES = ("MULTI_RECORD", "SINGLE_RECORD")
 # Named here because ``cls.model_dir`` on a slots dataclass is a member descriptor, not the default.
 DEFAULT_MODEL_DIR = Path("/opt/ml/model")
 DEFAULT_MODELS_DIR = Path("/opt/ml/models")
 DEFAULT_TRAINING_BASE_DIR = Path("/opt/ml")
+DEFAULT_GRPC_PORT = 8081  # MLServer's and KServe's gRPC port
 DEFAULT_MAX_MODEL_UNPACKED_MB = 2048  # generous for XGBoost and k-means; refuses archive bombs
 LOG_LEVELS = ("debug", "info", "warning", "error")
 FRONTENDS = ("auto", "nginx", "gunicorn")
@@ -34,7 +37,18 @@ class Settings:
 
     model_dir: Path = DEFAULT_MODEL_DIR  # SM_MODEL_DIR
     port: int = 8080  # SAGEMAKER_BIND_TO_PORT
-    workers: int = 1  # SAGEMAKER_MODEL_SERVER_WORKERS (default: CPU count)
+    bind_host: str = "0.0.0.0"  # SMSERVE_BIND_HOST: the address HTTP and gRPC listen on
+    # SMSERVE_GRPC_PORT: V2 over gRPC (0: off; off by default when SAGEMAKER_BIND_TO_PORT is
+    grpc_port: int = DEFAULT_GRPC_PORT  # set: SageMaker's pipelines may give 8081 to another)
+    workers: int = 1  # SAGEMAKER_MODEL_SERVER_WORKERS (default: cpu_count)
+    # What the container may use (``smserve.resources``: its cgroup limits, else the affinity
+    # mask and physical memory); worker, thread and memory defaults follow from them.
+    cpu_count: int = os.cpu_count() or 1  # from_env: detected; constructed directly: the host's
+    memory_limit_bytes: int = 4096 * MIB
+    resources_note: str = ""  # how they were found, for the log
+    # SMSERVE_REQUEST_MEMORY_MB: what one request may make a worker allocate (default: half of
+    # memory_limit_bytes shared among every request thread of every worker)
+    request_memory_bytes: int = 512 * MIB
     threads: int = 1  # SMSERVE_THREADS: request threads per worker
     timeout_s: int = 60  # SAGEMAKER_MODEL_SERVER_TIMEOUT
     keep_alive_s: int = 75  # SMSERVE_KEEP_ALIVE_S: idle keep-alive connections are kept this long
@@ -58,6 +72,7 @@ class Settings:
     # SMSERVE_MAX_MODEL_UNPACKED_MB: a model.tar.gz that unpacks to more is refused unwritten
     max_model_unpacked_bytes: int = DEFAULT_MAX_MODEL_UNPACKED_MB * MIB
     xgboost_device: str = "auto"  # SMSERVE_XGBOOST_DEVICE: auto | cpu | cuda
+    fast_predictor: str = "auto"  # SMSERVE_FAST_PREDICTOR: auto | off (XGBoost on cpu)
     libsvm_index_base: str = "0"  # SMSERVE_LIBSVM_INDEX_BASE: 0 | 1 | auto
     allow_one_fewer_feature: bool = False  # SMSERVE_ALLOW_ONE_FEWER_FEATURE
     multi_model: bool = False  # SAGEMAKER_MULTI_MODEL
@@ -66,7 +81,9 @@ class Settings:
     model_base_path: Path | None = None  # MODEL_BASE_PATH (TF Serving style repository)
     model_config_file: Path | None = None  # SMSERVE_MODEL_CONFIG_FILE (TF Serving text format)
     poll_interval_s: float = 1.0  # SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS (0 disables polling)
-    memory_budget_bytes: int | None = None  # SMSERVE_MEMORY_BUDGET_MB (multi-model endpoints)
+    # SMSERVE_MEMORY_BUDGET_MB: models one worker may hold on a multi-model endpoint (from_env's
+    # default: what memory_limit_bytes leaves after the processes and the requests; None: off)
+    memory_budget_bytes: int | None = None
     runtime_dir: Path | None = None  # SMSERVE_RUNTIME_DIR: parent of the state workers share
     cache_dir: Path | None = None  # SMSERVE_CACHE_DIR (None: ~/.cache/smserve); demo models
     # AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL: an S3-compatible service for s3:// inputs
@@ -74,17 +91,23 @@ class Settings:
     s3_endpoint_url: str | None = None
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Build settings from ``environ`` (the process environment when None).
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, resources: Resources | None = None
+    ) -> Settings:
+        """Build settings from ``environ`` (the process environment when None) and the
+        container's ``resources`` (detected when None).
 
         Raises ConfigError naming the variable when a value is invalid.
         """
         env = _Reader(os.environ if environ is None else environ)
+        resources = resources or detect()
+        sizing = _sizing(env, resources)
         return cls(
+            **sizing,
             model_dir=env.path("SM_MODEL_DIR", DEFAULT_MODEL_DIR),
             port=env.integer("SAGEMAKER_BIND_TO_PORT", 8080, minimum=1),
-            workers=env.integer("SAGEMAKER_MODEL_SERVER_WORKERS", os.cpu_count() or 1, minimum=1),
-            threads=env.integer("SMSERVE_THREADS", 1, minimum=1),
+            bind_host=env.text("SMSERVE_BIND_HOST") or "0.0.0.0",
+            grpc_port=_grpc_port(env),
             timeout_s=env.integer("SAGEMAKER_MODEL_SERVER_TIMEOUT", 60, minimum=1),
             keep_alive_s=env.integer("SMSERVE_KEEP_ALIVE_S", 75, minimum=0),
             graceful_timeout_s=env.integer("SMSERVE_GRACEFUL_TIMEOUT_S", 25, minimum=0),
@@ -111,6 +134,7 @@ class Settings:
             )
             * MIB,
             xgboost_device=env.choice("SMSERVE_XGBOOST_DEVICE", "auto", XGBOOST_DEVICES),
+            fast_predictor=env.choice("SMSERVE_FAST_PREDICTOR", "auto", FAST_PREDICTOR_MODES),
             libsvm_index_base=env.choice("SMSERVE_LIBSVM_INDEX_BASE", "0", LIBSVM_INDEX_BASES),
             allow_one_fewer_feature=env.boolean("SMSERVE_ALLOW_ONE_FEWER_FEATURE", False),
             multi_model=env.boolean("SAGEMAKER_MULTI_MODEL", False),
@@ -119,7 +143,6 @@ class Settings:
             model_base_path=env.optional_path("MODEL_BASE_PATH"),
             model_config_file=env.optional_path("SMSERVE_MODEL_CONFIG_FILE"),
             poll_interval_s=env.number("SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS", 1.0, minimum=0.0),
-            memory_budget_bytes=_memory_budget(env),
             runtime_dir=env.optional_path("SMSERVE_RUNTIME_DIR"),
             cache_dir=env.optional_path("SMSERVE_CACHE_DIR"),
             s3_endpoint_url=env.text("AWS_ENDPOINT_URL_S3") or env.text("AWS_ENDPOINT_URL"),
@@ -183,6 +206,17 @@ class TrainingSettings:
         }
 
 
+def _grpc_port(env: _Reader) -> int:
+    default = 0 if env.text("SAGEMAKER_BIND_TO_PORT") else DEFAULT_GRPC_PORT
+    port = env.integer("SMSERVE_GRPC_PORT", default, minimum=0)
+    if port > 65535 or (port and port == env.integer("SAGEMAKER_BIND_TO_PORT", 8080)):
+        raise ConfigError(
+            f"SMSERVE_GRPC_PORT={port} is not a port of its own (1-65535, not the HTTP port "
+            "SAGEMAKER_BIND_TO_PORT), nor 0 (gRPC off)"
+        )
+    return port
+
+
 def _max_payload_bytes(env: _Reader) -> int:
     # The platform sets SAGEMAKER_MAX_PAYLOAD_IN_MB for Batch Transform, so it wins; the
     # XGBoost container's MAX_CONTENT_LENGTH (bytes) is honoured when it is absent.
@@ -192,9 +226,26 @@ def _max_payload_bytes(env: _Reader) -> int:
     return env.integer("MAX_CONTENT_LENGTH", 6 * MIB, minimum=1)
 
 
-def _memory_budget(env: _Reader) -> int | None:
-    mib = env.optional_integer("SMSERVE_MEMORY_BUDGET_MB", minimum=1)
-    return None if mib is None else mib * MIB
+def _sizing(env: _Reader, resources: Resources) -> dict[str, Any]:
+    """Workers, threads and memory budgets: each explicit setting, else its default from the
+    container's ``resources``."""
+    workers = env.integer("SAGEMAKER_MODEL_SERVER_WORKERS", resources.cpu_count, minimum=1)
+    threads = env.integer("SMSERVE_THREADS", 1, minimum=1)
+    request_mib = env.optional_integer("SMSERVE_REQUEST_MEMORY_MB", minimum=1)
+    budget_mib = env.optional_integer("SMSERVE_MEMORY_BUDGET_MB", minimum=1)
+    return {
+        "workers": workers,
+        "threads": threads,
+        "cpu_count": resources.cpu_count,
+        "memory_limit_bytes": resources.memory_bytes,
+        "resources_note": resources.describe(),
+        "request_memory_bytes": (
+            resources.request_memory(workers, threads) if request_mib is None else request_mib * MIB
+        ),
+        "memory_budget_bytes": (
+            resources.model_budget(workers) if budget_mib is None else budget_mib * MIB
+        ),
+    }
 
 
 def _inference_output(env: _Reader) -> tuple[str, ...] | None:

@@ -57,3 +57,15 @@ class Door(Protocol):
     def error_reply(self, exc: Exception, request: DoorRequest) -> DoorReply:
         """The door's answer to ``exc``, raised while answering ``request`` (or reading it)."""
         ...
+
+
+class Listener(Protocol):
+    """A door with a port of its own (gRPC), run by each worker beside HTTP."""
+
+    def begin_stop(self) -> None:
+        """Stop taking requests; those in flight go on (safe from a signal handler)."""
+        ...
+
+    def wait_stopped(self, timeout_s: float) -> bool:
+        """True once everything in flight has finished, within ``timeout_s``."""
+        ...

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 import xgboost as xgb
+from flask.testing import FlaskClient
 
 from smserve.algorithms.ndarray import write_ndarray_file
 
@@ -173,3 +174,45 @@ def xgboost_model(features: np.ndarray) -> bytes:
 def kmeans_model(centroids: np.ndarray, scratch: Path) -> bytes:
     write_ndarray_file(scratch, centroids)
     return scratch.read_bytes()
+
+
+# --- test data and in-process answers ----------------------------------------------------------
+
+N_FEATURES = 100  # wide rows: 1 MiB mini-batches of a few hundred records
+ROWS_PER_FILE = (900, 600, 1300)  # about 1.8, 1.2 and 2.6 MB of CSV: 2 to 3 mini-batches each
+RNG = np.random.default_rng(11)
+FEATURES = RNG.normal(size=(sum(ROWS_PER_FILE), N_FEATURES)).astype(np.float32)
+
+
+def csv_rows(rows: np.ndarray) -> bytes:
+    return b"".join(b",".join(repr(float(v)).encode() for v in row) + b"\n" for row in rows)
+
+
+def write_inputs(folder: Path) -> list[Path]:
+    """FEATURES as CSV files of ROWS_PER_FILE rows each, for a Batch Transform job."""
+    folder.mkdir()
+    bounds = np.cumsum((0, *ROWS_PER_FILE))
+    paths = []
+    for i, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+        paths.append(folder / f"part-{i}.csv")
+        paths[-1].write_bytes(csv_rows(FEATURES[start:stop]))
+    return paths
+
+
+def reference(client: FlaskClient, body: bytes, content_type: str, accept: str) -> bytes:
+    """The in-process server's answer to ``body``."""
+    response = client.post(
+        "/invocations", data=body, headers={"Content-Type": content_type, "Accept": accept}
+    )
+    assert response.status_code == 200, response.data
+    return response.data
+
+
+def assembled_lines(produced: bytes, name: str) -> list[bytes]:
+    """The answer lines of a ``.out`` file that Batch Transform assembled with Line, after
+    checking it came in two mini-batches or more: AssembleWith=Line adds "\\n" after each
+    response, and each response ends in one, so every mini-batch is followed by an empty line."""
+    batches = produced.split(b"\n\n")
+    assert batches[-1] == b""
+    assert len(batches) - 1 >= 2, f"{name}: one mini-batch; max_payload did not split it"
+    return b"\n".join(batches[:-1]).split(b"\n")

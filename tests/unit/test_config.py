@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -10,11 +9,20 @@ import pytest
 
 from smserve.config import MIB, Settings, TrainingSettings
 from smserve.errors import ConfigError
+from smserve.resources import detect
 
 
 def test_defaults() -> None:
-    settings = Settings.from_env({})
-    assert settings == Settings(workers=os.cpu_count() or 1)
+    resources = detect()
+    settings = Settings.from_env({}, resources)
+    assert settings == Settings(
+        workers=resources.cpu_count,
+        cpu_count=resources.cpu_count,
+        memory_limit_bytes=resources.memory_bytes,
+        resources_note=resources.describe(),
+        request_memory_bytes=resources.request_memory(resources.cpu_count, 1),
+        memory_budget_bytes=resources.model_budget(resources.cpu_count),
+    )
     assert settings.model_dir == Path("/opt/ml/model")
     assert (settings.port, settings.max_payload_bytes, settings.max_payload_mib) == (
         8080,
@@ -33,6 +41,8 @@ def test_from_env_never_reads_the_process_environment_when_given_a_mapping(
 EVERY_VARIABLE = [
     ("SM_MODEL_DIR", "/models/a", "model_dir", Path("/models/a")),
     ("SAGEMAKER_BIND_TO_PORT", "9090", "port", 9090),
+    ("SMSERVE_BIND_HOST", "127.0.0.1", "bind_host", "127.0.0.1"),
+    ("SMSERVE_GRPC_PORT", "9001", "grpc_port", 9001),
     ("SAGEMAKER_MODEL_SERVER_WORKERS", "3", "workers", 3),
     ("SMSERVE_THREADS", "4", "threads", 4),
     ("SAGEMAKER_MODEL_SERVER_TIMEOUT", "120", "timeout_s", 120),
@@ -56,6 +66,7 @@ EVERY_VARIABLE = [
     ("SAGEMAKER_INFERENCE_ENSEMBLE", "false", "ensemble", False),
     ("SMSERVE_ALLOW_PICKLE", "1", "allow_pickle", True),
     ("SMSERVE_XGBOOST_DEVICE", "cpu", "xgboost_device", "cpu"),
+    ("SMSERVE_FAST_PREDICTOR", "off", "fast_predictor", "off"),
     ("SMSERVE_LIBSVM_INDEX_BASE", "auto", "libsvm_index_base", "auto"),
     ("SMSERVE_ALLOW_ONE_FEWER_FEATURE", "yes", "allow_one_fewer_feature", True),
     ("SAGEMAKER_MULTI_MODEL", "true", "multi_model", True),
@@ -65,6 +76,7 @@ EVERY_VARIABLE = [
     ("SMSERVE_MODEL_CONFIG_FILE", "/m.config", "model_config_file", Path("/m.config")),
     ("SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS", "0.5", "poll_interval_s", 0.5),
     ("SMSERVE_MEMORY_BUDGET_MB", "512", "memory_budget_bytes", 512 * MIB),
+    ("SMSERVE_REQUEST_MEMORY_MB", "300", "request_memory_bytes", 300 * MIB),
     ("SMSERVE_MAX_MODEL_UNPACKED_MB", "100", "max_model_unpacked_bytes", 100 * MIB),
     ("SMSERVE_RUNTIME_DIR", "/run/smserve", "runtime_dir", Path("/run/smserve")),
     ("SMSERVE_CACHE_DIR", "/cache", "cache_dir", Path("/cache")),
@@ -83,8 +95,13 @@ def test_every_variable(name: str, value: str, field: str, expected: Any) -> Non
     assert getattr(Settings.from_env({name: value}), field) == expected
 
 
+# Detected from the container's limits (tests/unit/test_resources.py), not read from a variable.
+DETECTED = {"cpu_count", "memory_limit_bytes", "resources_note"}
+
+
 def test_every_field_has_a_variable() -> None:
-    assert {field for _, _, field, _ in EVERY_VARIABLE} == set(Settings.__dataclass_fields__)
+    variables = {field for _, _, field, _ in EVERY_VARIABLE}
+    assert variables | DETECTED == set(Settings.__dataclass_fields__)
 
 
 def test_blank_values_mean_unset() -> None:
@@ -101,6 +118,8 @@ def test_payload_in_mb_wins_over_max_content_length() -> None:
     [
         ("SAGEMAKER_BIND_TO_PORT", "http"),
         ("SAGEMAKER_BIND_TO_PORT", "0"),
+        ("SMSERVE_GRPC_PORT", "-1"),
+        ("SMSERVE_GRPC_PORT", "65536"),
         ("SAGEMAKER_MODEL_SERVER_WORKERS", "0"),
         ("SMSERVE_THREADS", "1.5"),
         ("SAGEMAKER_MODEL_SERVER_TIMEOUT", "-1"),
@@ -151,3 +170,21 @@ def test_training_settings_name_the_bad_variable() -> None:
     with pytest.raises(ConfigError, match="SMSERVE_LIBSVM_INDEX_BASE"):
         TrainingSettings.from_env({"SMSERVE_LIBSVM_INDEX_BASE": "2"})
     assert TrainingSettings.output_dir_of({"SM_OUTPUT_DIR": "/o"}) == Path("/o")
+
+
+@pytest.mark.parametrize(
+    ("env", "port"),
+    [
+        ({}, 8081),
+        ({"SAGEMAKER_BIND_TO_PORT": "8080"}, 0),  # an inference pipeline may own 8081
+        ({"SAGEMAKER_BIND_TO_PORT": "8080", "SMSERVE_GRPC_PORT": "9001"}, 9001),
+        ({"SMSERVE_GRPC_PORT": "0"}, 0),
+    ],
+)
+def test_the_grpc_port_setting(env: dict[str, str], port: int) -> None:
+    assert Settings.from_env(env).grpc_port == port
+
+
+def test_grpc_and_http_on_one_port_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="SMSERVE_GRPC_PORT=8080 is not a port of its own"):
+        Settings.from_env({"SMSERVE_GRPC_PORT": "8080"})

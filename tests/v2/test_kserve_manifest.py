@@ -1,5 +1,7 @@
 """container/kserve-inferenceservice.yaml points KServe's probes at this door's health routes
-and at the port the image serves (the manifest itself is untested: no cluster here)."""
+and at the port the image serves, and names the gRPC port h2c, as KServe wants it (the pod
+itself runs under podman in tests/local_mode/test_kserve_pod.py; no Kubernetes cluster can run
+here)."""
 
 from __future__ import annotations
 
@@ -27,8 +29,10 @@ def _container() -> dict[str, Any]:
 def test_the_probes_are_the_v2_health_routes_on_the_served_port() -> None:
     container = _container()
     env = {item["name"]: item["value"] for item in container["env"]}
-    port = Settings.from_env(env).port
-    assert [p["containerPort"] for p in container["ports"]] == [port]
+    settings = Settings.from_env(env)
+    port = settings.port
+    assert [p["containerPort"] for p in container["ports"]] == [port, settings.grpc_port]
+    assert [p.get("name") for p in container["ports"]] == [None, "h2c"]  # KServe's gRPC port
     for probe, action in (("readinessProbe", "ready"), ("livenessProbe", "live")):
         check = container[probe]["httpGet"]
         assert check["port"] == port

@@ -1,14 +1,20 @@
 """Checking that a UBJSON document (XGBoost's binary model format) is complete, without decoding
-it. Exists because XGBoost 3 crashes the whole process (SIGSEGV, or an abort on an empty
-buffer) on some truncated UBJSON files instead of raising, so a file must be checked first.
+it; and decoding one. The check exists because XGBoost 3 crashes the whole process (SIGSEGV, or
+an abort on an empty buffer) on some truncated UBJSON files instead of raising, so a file must
+be checked first. ``decode`` exists for ``xgboost_fast_trees``: XGBoost writes each tree's node
+arrays as typed arrays, which decode to numpy views of the bytes, exact float32 included, and
+without the memory a JSON parse of every number as a Python object costs.
 
 Covers the UBJSON draft-12 markers XGBoost writes and reads, including typed, counted
-containers (``[$d#L<n>``), whose payload is skipped in one step.
+containers (``[$d#L<n>``), whose payload is skipped (or viewed) in one step.
 """
 
 from __future__ import annotations
 
 import struct
+from typing import Any
+
+import numpy as np
 
 # Payload bytes after the marker for fixed-size values.
 _FIXED = {ord(c): size for c, size in (("Z", 0), ("N", 0), ("T", 0), ("F", 0), ("i", 1), ("U", 1))}
@@ -17,6 +23,8 @@ _INTEGERS = {ord("i"): ">b", ord("U"): ">B", ord("I"): ">h", ord("l"): ">i", ord
 _SIZED = (ord("S"), ord("H"))  # string, high-precision number: a length, then the bytes
 _OPEN = {ord("["): ord("]"), ord("{"): ord("}")}
 _TYPE, _COUNT = ord("$"), ord("#")
+_NUMBERS = {**_INTEGERS, ord("d"): ">f", ord("D"): ">d"}  # marker -> big-endian struct format
+_CONSTANTS = {ord("Z"): None, ord("T"): True, ord("F"): False}
 MAX_DEPTH = 256
 
 
@@ -112,3 +120,62 @@ class _Scanner:
                 marker = self.marker()
             self.value(marker, depth)
             marker = self.marker()
+
+
+def decode(data: bytes) -> Any:
+    """The document as Python values: objects as dicts, strings and high-precision numbers as
+    str, typed arrays of numbers as read-only numpy arrays viewing ``data`` (big-endian).
+    Raises UbjsonError (Truncated) as ``check_complete`` does."""
+    decoder = _Decoder(data)
+    value = decoder.decoded(decoder.marker(), 0)
+    if decoder.offset != len(data):
+        raise UbjsonError(f"{len(data) - decoder.offset} unexpected bytes after the document")
+    return value
+
+
+class _Decoder(_Scanner):
+    def decoded(self, marker: int, depth: int) -> Any:
+        while marker == ord("N"):  # no-op padding
+            marker = self.marker()
+        if marker in _NUMBERS:
+            fmt = _NUMBERS[marker]
+            return struct.unpack_from(fmt, self.data, self.take(struct.calcsize(fmt)))[0]
+        if marker in _CONSTANTS:
+            return _CONSTANTS[marker]
+        if marker in _SIZED or marker == ord("C"):
+            return self.text(1 if marker == ord("C") else self.length(self.marker()))
+        if marker in _OPEN:
+            if depth >= MAX_DEPTH:
+                raise UbjsonError(f"containers nested deeper than {MAX_DEPTH}")
+            return self.decoded_container(marker == ord("{"), depth + 1)
+        raise UbjsonError(f"unknown marker {chr(marker)!r} at byte {self.offset - 1}")
+
+    def decoded_container(self, is_object: bool, depth: int) -> Any:
+        kind, count = self.header()
+        if count is not None and kind in _NUMBERS and not is_object:
+            dtype = np.dtype(_NUMBERS[kind])
+            start = self.take(count * dtype.itemsize)
+            return np.frombuffer(self.data, dtype=dtype, count=count, offset=start)
+        items = self.items(is_object, kind, count, depth)
+        return dict(items) if is_object else [value for _key, value in items]
+
+    def items(
+        self, is_object: bool, kind: int | None, count: int | None, depth: int
+    ) -> list[tuple[str, Any]]:
+        if count is not None and kind in _CONSTANTS and count > len(self.data):
+            raise UbjsonError(f"{count} values of no size: more than the document could hold")
+        closing = ord("}") if is_object else ord("]")
+        items: list[tuple[str, Any]] = []
+        while count is None or len(items) < count:
+            marker = kind if kind is not None and not is_object else self.marker()
+            if count is None and marker == closing:
+                break
+            key = ""
+            if is_object:
+                key = self.text(self.length(marker))
+                marker = self.marker() if kind is None else kind
+            items.append((key, self.decoded(marker, depth)))
+        return items
+
+    def text(self, size: int) -> str:
+        return bytes(self.data[self.take(size) : self.offset]).decode()

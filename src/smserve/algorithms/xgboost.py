@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -21,6 +22,7 @@ from smserve import media
 from smserve.algorithms.base import Capabilities, default_feature_names
 from smserve.algorithms.model_files import candidate_files
 from smserve.algorithms.xgboost_explain import explain
+from smserve.algorithms.xgboost_fast import FastSlot, start, wanted
 from smserve.algorithms.xgboost_model import (
     Member,
     ModelInfo,
@@ -91,8 +93,10 @@ class XGBoost:
         info = _shared_info(members)
         output = _output_plan(settings, info)
         device = choose_device(settings.xgboost_device, members[0].booster)
-        nthread = threads_per_worker(settings.workers)
+        nthread = threads_per_worker(settings.cpu_count, settings.workers)
         members = [configure(m, device, nthread, info.num_features) for m in members]
+        if wanted(settings.fast_predictor, device):
+            members = _with_fast_predictors(members)
         logger.info(
             "XGBoost %s, %d model(s), on %s, %d thread(s)", info, len(members), device, nthread
         )
@@ -187,6 +191,19 @@ class XGBoost:
 
 
 def _predict(member: Member, features: Features, margin: bool, spare_cpu: bool) -> np.ndarray:
+    fast = member.fast.for_rows(int(features.shape[0])) if member.fast is not None else None
+    if fast is None:
+        return _xgboost_predict(member, features, margin, spare_cpu)
+    try:
+        return fast.predict(features, margin)
+    except ValueError as exc:
+        raise PredictionError(f"the fast predictor failed with {member.path.name}") from exc
+
+
+def _xgboost_predict(
+    member: Member, features: Features, margin: bool, spare_cpu: bool = False
+) -> np.ndarray:
+    """XGBoost's own prediction: the C API predictor or ``inplace_predict``."""
     booster = member.booster_for(int(features.shape[0]), spare_cpu)
     try:
         if member.direct is not None:
@@ -201,6 +218,15 @@ def _predict(member: Member, features: Features, margin: bool, spare_cpu: bool) 
     except xgb.core.XGBoostError as exc:
         raise PredictionError(f"XGBoost failed to predict with {member.path.name}") from exc
     return np.asarray(result, dtype=np.float32)
+
+
+def _with_fast_predictors(members: list[Member]) -> list[Member]:
+    """Members with an empty FastSlot each (XGBoost answers), queued for a background build
+    that fills it (see ``xgboost_fast``)."""
+    slotted = [replace(m, fast=FastSlot()) for m in members]
+    for member in slotted:
+        start(member, _xgboost_predict)
+    return slotted
 
 
 def _row_shape(info: ModelInfo, margin: bool) -> tuple[int, ...]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import warnings
 from dataclasses import dataclass, replace
@@ -18,6 +17,7 @@ from smserve.algorithms.model_files import is_pickle, read_model_file, unpickle
 from smserve.algorithms.ubjson import Truncated, UbjsonError, check_complete
 from smserve.algorithms.xgboost_approximate import LazyApproximation, spares_by_one_thread
 from smserve.algorithms.xgboost_direct import DirectPredictor, same_predictions
+from smserve.algorithms.xgboost_fast import FastSlot
 from smserve.errors import ModelLoadError
 
 logger = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class ModelInfo:
         return self.objective.startswith("multi:")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Member:
     """One loaded booster and the trees to predict with. ``configure`` adds, on cpu,
     ``single``: a copy of the booster with nthread=1 for batches of at most SMALL_BATCH_ROWS
@@ -58,8 +58,9 @@ class Member:
     ``spare``: the booster for a prediction that spares one of the worker's CPUs (``single``
     with a share of two; None otherwise: one CPU has none to spare, and for more, one thread
     fewer would take yet another copy), ``direct``: prediction through the C API (see
-    ``xgboost_direct``), and ``approximation``: approximate contributions as one prediction
-    (see ``xgboost_approximate``)."""
+    ``xgboost_direct``), ``approximation``: approximate contributions as one prediction
+    (see ``xgboost_approximate``); and ``fast``: the fast predictor, once built in the
+    background (see ``xgboost_fast``). Weakly referenced by that build's queue."""
 
     path: Path
     booster: xgb.Booster
@@ -68,6 +69,7 @@ class Member:
     spare: xgb.Booster | None = None
     direct: DirectPredictor | None = None
     approximation: LazyApproximation | None = None
+    fast: FastSlot | None = None
 
     def booster_for(self, n_rows: int, spare_cpu: bool = False) -> xgb.Booster:
         """The booster for a batch of ``n_rows`` rows, sparing a CPU if asked and possible."""
@@ -169,9 +171,10 @@ def check_supported(info: ModelInfo, path: Path) -> None:
         raise ModelLoadError(f"{path}: objective {objective!r} is not supported for serving")
 
 
-def threads_per_worker(workers: int) -> int:
-    """CPU threads per booster so that all workers together use each core once."""
-    return max(1, (os.cpu_count() or 1) // workers)
+def threads_per_worker(cpu_count: int, workers: int) -> int:
+    """CPU threads per booster so that all workers together use each of the container's
+    ``cpu_count`` CPUs once."""
+    return max(1, cpu_count // workers)
 
 
 def choose_device(requested: str, probe: xgb.Booster) -> str:

@@ -201,7 +201,7 @@ def _error_page_lines(settings: Settings, prefix: str) -> list[str]:
 def _server_settings(settings: Settings) -> list[str]:
     limit = settings.max_payload_bytes
     return [
-        f"listen {settings.port} backlog=4096;",
+        f"listen {settings.bind_host}:{settings.port} backlog=4096;",
         f"client_header_timeout {settings.client_header_timeout_s}s;",
         f"client_body_timeout {settings.client_body_timeout_s}s;",
         f"client_max_body_size {limit};",

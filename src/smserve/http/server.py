@@ -39,7 +39,9 @@ from gunicorn.app.base import BaseApplication
 
 from smserve import frontend
 from smserve.config import Settings
+from smserve.doors import Listener
 from smserve.frontend import nginx, supervisor
+from smserve.http import listeners
 from smserve.http.app import create_app
 from smserve.http.draining import BodyDrain
 from smserve.http.process import call_in_child
@@ -57,7 +59,7 @@ def gunicorn_options(settings: Settings, bind: str | None = None) -> dict[str, o
     socket (``unix:PATH``) behind nginx, else None: the port, for gunicorn alone."""
     options = _common_options(settings)
     if bind is None:
-        return {**options, "bind": [f"0.0.0.0:{settings.port}"]}
+        return {**options, "bind": [f"{settings.bind_host}:{settings.port}"]}
     return {**options, **_behind_proxy(settings), "bind": [bind]}
 
 
@@ -97,8 +99,10 @@ class ServingApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is 
         self, settings: Settings, app_factory: AppFactory | None = None, bind: str | None = None
     ) -> None:
         self._options = gunicorn_options(settings, bind)
+        self._settings = settings
         self._payload_limit = settings.max_payload_bytes
         self._factory = app_factory or (lambda: create_app(settings))
+        self.listeners: tuple[Listener, ...] = ()  # this worker's, once loaded
         super().__init__()
 
     def load_config(self) -> None:
@@ -106,8 +110,10 @@ class ServingApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is 
             self.cfg.set(name, value)
 
     def load(self) -> WSGIApp:
+        wsgi = self._factory()
         # Outermost: a body the app did not read is drained (or the connection closed) first.
-        app = BodyDrain(self._factory(), self._payload_limit)
+        app = BodyDrain(wsgi, self._payload_limit)
+        self.listeners = listeners.start(self._settings, wsgi)
         # What the worker has built so far (modules, the model) lives as long as it does: out of
         # the cyclic collector's reach, a full collection scans only what requests create. (The
         # benchmark worker holds ~134,000 objects, 15-70 ms per full collection, and a request
@@ -124,8 +130,9 @@ def run(settings: Settings, app_factory: AppFactory | None = None) -> int:
     # One run directory (multi-model registry, metrics) shared by every worker forked below.
     settings = runtime.prepare(settings)
     if app_factory is None:
-        # In a child: loading runs OpenMP code, after which this master could not fork.
-        call_in_child(check_model, settings)
+        # In a child: loading runs OpenMP code, after which this master could not fork. The
+        # child only checks that the model loads: no fast predictor is built there.
+        call_in_child(check_model, settings.replace(fast_predictor="off"))
     if frontend.choose(settings, nginx.find_nginx()) == frontend.GUNICORN:
         return serve_gunicorn(settings, app_factory)
     upstream = functools.partial(serve_gunicorn, settings, app_factory)

@@ -12,6 +12,7 @@ gunicorn does."""
 from __future__ import annotations
 
 import json
+import time
 from http import HTTPStatus
 from socket import socket
 from typing import Any
@@ -32,8 +33,32 @@ _STATUS_BY_ERROR: tuple[tuple[type[Exception], HTTPStatus], ...] = (
 
 
 class JsonErrorWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyped
-    """``ThreadWorker`` whose own error answers are JSON, and whose Content-Length bodies are
-    read whole in one ``recv`` (``whole_body``)."""
+    """``ThreadWorker`` whose own error answers are JSON, whose Content-Length bodies are read
+    whole in one ``recv`` (``whole_body``), and that stops the app's other listeners
+    (``http.listeners``: the gRPC door) with HTTP."""
+
+    stop_began: float | None = None  # when the listeners were told to stop
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        """SIGTERM: the other listeners stop taking requests too, while HTTP drains."""
+        self.stop_listeners()
+        super().handle_exit(sig, frame)
+
+    def run(self) -> None:
+        """Serve until stopped, then wait for the other listeners' in-flight requests, within
+        the graceful timeout from the stop."""
+        super().run()
+        self.stop_listeners()  # also when the worker ends for another reason
+        deadline = (self.stop_began or 0.0) + self.cfg.graceful_timeout
+        for listener in self.app.listeners:
+            if not listener.wait_stopped(max(deadline - time.monotonic(), 0.0)):
+                self.log.warning("a listener still had requests after the graceful timeout")
+
+    def stop_listeners(self) -> None:
+        if self.stop_began is None:
+            self.stop_began = time.monotonic()
+            for listener in self.app.listeners:
+                listener.begin_stop()
 
     def handle_request(self, req: Any, conn: Any) -> Any:
         whole_body.install(req)

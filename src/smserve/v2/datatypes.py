@@ -50,3 +50,9 @@ def input_dtype(datatype: object, name: str) -> np.dtype:
 def datatype_of(dtype: np.dtype) -> str:
     """The protocol's name for an output's dtype (any byte order)."""
     return _NAMES[dtype.newbyteorder("<") if dtype.byteorder == ">" else dtype]
+
+
+def little_endian(values: np.ndarray) -> np.ndarray:
+    """``values`` C-contiguous and little-endian: the byte layout of binary (raw) tensors."""
+    dtype = values.dtype.newbyteorder("<") if values.dtype.itemsize > 1 else values.dtype
+    return np.ascontiguousarray(values, dtype=dtype)

@@ -22,13 +22,15 @@ HEADER_LENGTH = "Inference-Header-Content-Length"
 
 @dataclass(frozen=True, slots=True)
 class InputTensor:
-    """One entry of ``inputs``: ``data`` is the JSON ``data`` or the raw bytes of a binary
-    input."""
+    """One entry of ``inputs``: ``data`` is the JSON ``data`` (a list), the raw bytes of a
+    binary input (a memoryview) or typed values already read (an ndarray, from gRPC's
+    ``contents``). ``raw_field`` is what the client calls raw bytes' size, for messages."""
 
     name: str
     shape: tuple[int, ...]
     datatype: object
     data: Any
+    raw_field: str = "binary_data_size"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +56,7 @@ def parse_request(body: bytes, header_length: str | None) -> InferRequest:
     split = _split(body, header_length)
     document = _object(_json(body[:split]), "the inference request")
     parameters = _parameters(document.get("parameters"), "the request")
-    binary_output = _flag(parameters, "binary_data_output", "the request")
+    binary_output = flag(parameters, "binary_data_output", "the request")
     inputs = _inputs(document.get("inputs"), memoryview(body)[split:])
     return InferRequest(
         _request_id(document.get("id")),
@@ -108,7 +110,7 @@ def _parameters(value: Any, where: str) -> Mapping[str, Any]:
     return params
 
 
-def _flag(parameters: Mapping[str, Any], key: str, where: str, default: bool = False) -> bool:
+def flag(parameters: Mapping[str, Any], key: str, where: str, default: bool = False) -> bool:
     value = parameters.get(key, default)
     if not isinstance(value, bool):
         raise InvalidInput(f"parameter '{key}' of {where} must be true or false")
@@ -139,7 +141,7 @@ def _input(item: dict[str, Any], index: int, binary: memoryview) -> tuple[InputT
     if not isinstance(name, str):
         raise InvalidInput(f"inputs[{index}] needs a 'name' (a string)")
     where = f"input '{name}'"
-    shape = _shape(item.get("shape"), where)
+    shape = shape_of(item.get("shape"), where)
     size = _binary_size(_parameters(item.get("parameters"), where), where)
     if size is None:
         if "data" not in item:
@@ -155,7 +157,7 @@ def _input(item: dict[str, Any], index: int, binary: memoryview) -> tuple[InputT
     return InputTensor(name, shape, item.get("datatype"), binary[:size]), size
 
 
-def _shape(value: Any, where: str) -> tuple[int, ...]:
+def shape_of(value: Any, where: str) -> tuple[int, ...]:
     if not isinstance(value, list) or not all(_is_size(d) for d in value):
         raise InvalidInput(f"{where}: 'shape' must be a list of non-negative integers")
     return tuple(value)
@@ -193,6 +195,4 @@ def _output(item: dict[str, Any], index: int, binary_output: bool) -> RequestedO
     if not isinstance(name, str):
         raise InvalidInput(f"outputs[{index}] needs a 'name' (a string)")
     parameters = _parameters(item.get("parameters"), f"output '{name}'")
-    return RequestedOutput(
-        name, _flag(parameters, "binary_data", f"output '{name}'", binary_output)
-    )
+    return RequestedOutput(name, flag(parameters, "binary_data", f"output '{name}'", binary_output))

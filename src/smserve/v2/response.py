@@ -16,15 +16,9 @@ import numpy as np
 import orjson
 
 from smserve.media import JSON, OCTET_STREAM
-from smserve.v2.datatypes import datatype_of
+from smserve.v2.datatypes import datatype_of, little_endian
+from smserve.v2.infer import OutputTensor
 from smserve.v2.request import HEADER_LENGTH
-
-
-@dataclass(frozen=True, slots=True)
-class OutputTensor:
-    name: str
-    values: np.ndarray
-    binary: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +47,7 @@ def infer_body(
         document["id"] = request_id
     document["outputs"] = [_output(tensor) for tensor in outputs]
     header = orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY)
-    binary = [_little_endian(t.values).tobytes() for t in outputs if t.binary]
+    binary = [little_endian(t.values).tobytes() for t in outputs if t.binary]
     if not binary:
         return Body(header, JSON)
     headers = ((HEADER_LENGTH, str(len(header))),)
@@ -72,8 +66,3 @@ def _output(tensor: OutputTensor) -> dict[str, Any]:
     else:
         entry["data"] = np.ascontiguousarray(values).reshape(-1)
     return entry
-
-
-def _little_endian(values: np.ndarray) -> np.ndarray:
-    dtype = values.dtype.newbyteorder("<") if values.dtype.itemsize > 1 else values.dtype
-    return np.ascontiguousarray(values, dtype=dtype)

@@ -49,7 +49,7 @@ def parse_route(method: str, path: str) -> Route:
     if model is None:
         return Route(NOT_FOUND)
     name, version, kind = model.groups()
-    route = Route(_model_action(kind), unquote(name), _version(version))
+    route = Route(_model_action(kind), unquote(name), parse_version(version or ""))
     return _checked(method, "POST" if kind == "infer" else "GET", route)
 
 
@@ -63,9 +63,13 @@ def _checked(method: str, allowed: str, route: Route) -> Route:
     return route
 
 
-def _version(text: str | None) -> int | None:
-    if text is None:
+def parse_version(text: str) -> int | None:
+    """A model version as the client wrote it ("": the newest); raises InvalidInput for
+    anything but digits, and for a version beyond int64."""
+    if not text:
         return None
+    if not (text.isascii() and text.isdigit()):
+        raise InvalidInput(f"model version {text!r} is not a number: send digits (or no version)")
     value = int(text)
     if value > _INT64_MAX:
         raise InvalidInput(f"model version {text} is out of range: use at most {_INT64_MAX}")

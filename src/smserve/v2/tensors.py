@@ -1,7 +1,8 @@
 """Input tensors to the model's float32 matrix.
 
 JSON ``data`` may be flat or nested (row-major either way); numpy reads it in one call, then
-its element kind is checked against the datatype: ``BOOL`` takes only booleans, integer types
+its element kind is checked against the datatype (as are gRPC's typed ``contents``, read by
+that door into an array of the field's own type): ``BOOL`` takes only booleans, integer types
 only integers within the type's range, ``FP32``/``FP64`` any numbers (booleans read as 0/1,
 the coercion the spec allows). Binary data is read as little-endian values of the datatype's
 size. The element count must equal the shape's product, and the model takes one input of
@@ -26,6 +27,8 @@ def decode_input(tensor: InputTensor) -> np.ndarray:
     dtype = input_dtype(tensor.datatype, tensor.name)
     if isinstance(tensor.data, memoryview):
         values = _binary(tensor, dtype)
+    elif isinstance(tensor.data, np.ndarray):
+        values = _checked(tensor.data.reshape(-1), dtype, tensor.name)
     else:
         values = _checked(_json_values(tensor), dtype, tensor.name)
     count = math.prod(tensor.shape)
@@ -96,7 +99,7 @@ def _binary(tensor: InputTensor, dtype: np.dtype) -> np.ndarray:
     expected = math.prod(tensor.shape) * dtype.itemsize
     if len(raw) != expected:
         raise InvalidInput(
-            f"input '{tensor.name}': binary_data_size is {len(raw)} bytes, but shape "
+            f"input '{tensor.name}': {tensor.raw_field} is {len(raw)} bytes, but shape "
             f"{list(tensor.shape)} of {tensor.datatype} takes {expected}"
         )
     if dtype.kind != "b":

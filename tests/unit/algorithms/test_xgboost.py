@@ -326,5 +326,6 @@ def test_auto_device_falls_back_to_cpu_without_a_gpu(train: Trainer) -> None:
 
 
 def test_threads_are_shared_between_workers() -> None:
-    assert threads_per_worker(10_000) == 1
-    assert threads_per_worker(1) >= 1
+    assert threads_per_worker(2, 10_000) == 1
+    assert threads_per_worker(8, 2) == 4
+    assert threads_per_worker(1, 1) == 1

@@ -4,7 +4,6 @@ whose private names differ) the algorithm still answers the same."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -107,12 +106,10 @@ def test_sparing_a_cpu_predicts_the_same_bits(
     save: Saver,
     load_xgboost: Loader,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     objective: str,
 ) -> None:
     save(train(objective), tmp_path)
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # one worker's share: two CPUs
-    algorithm = load_xgboost(tmp_path, workers=1)
+    algorithm = load_xgboost(tmp_path, workers=1, cpu_count=2)  # one worker's share: two CPUs
     assert algorithm.nthread == 2
     assert all(m.spare is not None for m in algorithm.members)
     rng = np.random.default_rng(5)

@@ -47,7 +47,7 @@ def test_limits_and_timeouts_come_from_settings(tmp_path: Path) -> None:
     )
     text = render(settings, ProxyLayout(tmp_path), as_root=False)
     for line in (
-        "listen 9000 backlog=4096;",
+        "listen 0.0.0.0:9000 backlog=4096;",
         "client_max_body_size 2097152;",
         "client_body_buffer_size 2097152;",  # ordinary bodies never touch the disk
         "client_header_timeout 3s;",
