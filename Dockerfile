@@ -66,16 +66,25 @@ RUN python -m venv --without-pip /opt/venv \
 FROM ${BASE_IMAGE} AS wheel
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 COPY container/requirements.lock /tmp/requirements.lock
-RUN apt-get update -qq \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev \
-    && rm -rf /var/lib/apt/lists/*
+# Python's headers: the official python images ship them beside their own interpreter; a base
+# whose Python is Debian's (python3) needs libpython3-dev for them.
+RUN headers="$(python -c 'import sysconfig; print(sysconfig.get_config_var("INCLUDEPY"))')" \
+    && extra="$([ -f "$headers/Python.h" ] || echo libpython3-dev)" \
+    && apt-get update -qq \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        gcc libc6-dev $extra \
+    && rm -rf /var/lib/apt/lists/* \
+    && [ -f "$headers/Python.h" ]
 RUN python -m venv /opt/build \
     && /opt/build/bin/pip install -c /tmp/requirements.lock "setuptools>=77" wheel
 WORKDIR /build
 # README.m[d]: the readme is optional for the build (a glob that matches nothing copies nothing).
 COPY pyproject.toml README.m[d] ./
 COPY src ./src
-RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels .
+# The extension is optional for a source install, not for the image: the build fails here if
+# the wheel came out without it.
+RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
+    && /opt/build/bin/python -c "import glob, sys, zipfile; names = zipfile.ZipFile(glob.glob('/wheels/*.whl')[0]).namelist(); sys.exit(not any(n.startswith('smserve/algorithms/_xgboost_fast') and n.endswith('.so') for n in names))"
 
 # --- final image ---
 FROM ${BASE_IMAGE}
