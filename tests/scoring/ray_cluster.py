@@ -37,6 +37,7 @@ import psutil
 NODE_CPUS = 2  # two each: actors (0.5 CPU) never take every CPU from Ray Data's own tasks
 OBJECT_STORE_BYTES = 200 * 1024 * 1024
 START_TIMEOUT_S = 300  # Cluster's own is 30 s a node, which a loaded 2-core machine exceeds
+HEAD_ATTEMPTS = 3  # Ray's head waits a fixed 30 s for its raylet; at load ~18 it ran out once
 
 
 def environment(folder: Path) -> dict[str, str]:
@@ -67,8 +68,6 @@ class TwoNodeCluster:
     is every node's own (credentials, as an instance role would give them)."""
 
     def __init__(self, cpus: int = NODE_CPUS, node_environment: Mapping[str, str] = {}) -> None:
-        from ray.cluster_utils import Cluster
-
         self.node_args = {
             "num_cpus": cpus, "node_ip_address": "127.0.0.1", "env_vars": dict(node_environment),
             "object_store_memory": OBJECT_STORE_BYTES,
@@ -76,7 +75,7 @@ class TwoNodeCluster:
         # No reaper and no exit hook: Ray's reaper makes the caller a process-group leader.
         head = {**self.node_args, "include_dashboard": False, "dashboard_agent_listen_port": None}
         head["wait"] = False  # Cluster's add_node argument: waited for in _add_node instead
-        self.cluster = Cluster(initialize_head=True, head_node_args=head, shutdown_at_exit=False)
+        self.cluster = _start_head(head)
         self.second = self._add_node()
         self._remains: list[psutil.Process] = []
 
@@ -127,6 +126,32 @@ class TwoNodeCluster:
         node = self.cluster.add_node(wait=False, **self.node_args)
         self.cluster.wait_for_nodes(timeout=START_TIMEOUT_S)
         return node
+
+
+def _start_head(head: dict[str, Any]) -> Any:
+    """A ``Cluster`` with its head started. Ray's head gives its raylet a fixed 30 s to
+    register, which a heavily loaded machine can exceed; the failed attempt's processes are
+    left without handles, so they are killed by PID (this process's descendants that appeared
+    during the attempt) and the head is tried again."""
+    from ray.cluster_utils import Cluster
+
+    failure = ""
+    for _ in range(HEAD_ATTEMPTS):
+        before = {p.pid for p in _descendants(psutil.Process())}
+        with _quiet_teardown():  # where a failed attempt's Popen handles are dropped
+            try:
+                return Cluster(initialize_head=True, head_node_args=head, shutdown_at_exit=False)
+            except Exception as error:  # Ray raises a bare Exception for the timeout
+                failure = f"{type(error).__name__}: {error}"
+            _stop_started_since(before)
+    raise RuntimeError(f"the Ray head did not start in {HEAD_ATTEMPTS} attempts: {failure}")
+
+
+def _stop_started_since(before: set[int]) -> None:
+    with _quiet_teardown():
+        for process in _descendants(psutil.Process()):
+            if process.pid not in before:
+                _kill(process)
 
 
 @contextlib.contextmanager
