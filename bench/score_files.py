@@ -3,21 +3,23 @@ in-process floor and the endpoint path, on one CSV file of N rows x 50 features.
 
     .venv/bin/python bench/score_files.py                 # 1,000,000 rows, 2 workers
     .venv/bin/python bench/score_files.py --rows 100000 --skip-ray --repeat 1
-    .venv/bin/python bench/score_files.py --repeat 2 --fixed-cost --ray-running
+    .venv/bin/python bench/score_files.py --repeat 2 --fixed-cost --ray-running --skip-ray
 
 * floor: `np.loadtxt` + `inplace_predict` + formatting, 6 MiB of lines at a time, one
   process per worker over its half of the file (model load excluded, so the floor is generous).
 * service: the same, but each 6 MiB is answered by the endpoint's InferenceService (batch
   mode) called directly: what the codecs and algorithm cost, without our engine around them.
 * score: `smserve score --workers N`, wall time of the whole command (start-up included).
-* ray: `smserve score --engine ray --workers N` (a fresh local Ray cluster, start-up included;
-  or, with ``--ray-address auto`` after ``ray start --head --num-cpus 2``, a running one),
-  "without cluster start" takes off the time `ray.init` took (the command logs it), which is
-  what a job on an already running cluster (`--address`) would not pay.
+* ray: `smserve score --engine ray --workers N` on a fresh local Ray cluster (start-up
+  included; "without cluster start" takes off the time `ray.init` took, as the command logs
+  it), or with ``--ray-cluster`` on a running two-node loopback cluster started here and
+  stopped by PID (``ray_loopback.py``; one untimed job first), or with ``--ray-address`` on
+  a cluster of yours. Every Ray command runs on loopback (``ray_loopback.py``).
 * endpoint: `smserve serve` with N workers and SAGEMAKER_BATCH=true, the file POSTed in 6 MiB
   mini-batches over N keep-alive connections, as Batch Transform does.
 * --fixed-cost (score_overhead.py): each engine on N and 2N rows, so that the marginal rate
-  and the fixed overhead are separate (Ray fresh, and with --ray-running on a running cluster).
+  and the fixed overhead are separate (Ray fresh unless --skip-ray, and with --ray-running on
+  the running two-node loopback cluster).
 Peak RSS is the largest sum over the command's process tree, sampled every 0.1 s. Answers of
 score, ray and endpoint are checked to be byte-identical."""
 
@@ -124,10 +126,10 @@ def floor(model: Path, data: Path, workers: int, service: bool = False) -> float
     return sum(r for r, _ in results) / max(t for _, t in results)
 
 
-def timed(command: list[str]) -> tuple[float, float, str]:
+def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """Wall seconds, peak RSS of the process tree (MiB) and stderr of ``command``."""
     began = time.perf_counter()
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
     peak, tree = 0, psutil.Process(process.pid)
     reader = concurrent.futures.ThreadPoolExecutor(1).submit(process.stderr.read)  # type: ignore[union-attr]
     while process.poll() is None:
@@ -185,9 +187,12 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path("/tmp/smserve-score-bench"))
     parser.add_argument("--skip-ray", action="store_true")
     parser.add_argument(
-        "--ray-address",
-        default=None,
-        help="an already running cluster for --engine ray (e.g. auto after `ray start --head`)",
+        "--ray-address", default=None, help="a running cluster of yours for --engine ray"
+    )
+    parser.add_argument(
+        "--ray-cluster",
+        action="store_true",
+        help="--engine ray on a two-node loopback cluster started here (stopped by PID)",
     )
     parser.add_argument("--skip-endpoint", action="store_true")
     parser.add_argument(
@@ -198,7 +203,7 @@ def main() -> None:
     parser.add_argument(
         "--ray-running",
         action="store_true",
-        help="with --fixed-cost, also Ray on a cluster started here (`ray start`, then `ray stop`)",
+        help="with --fixed-cost, also Ray on a two-node loopback cluster started here",
     )
     args = parser.parse_args()
     model_dir, data = args.dir / "model", args.dir / "in" / "data.csv"
@@ -225,9 +230,7 @@ def main() -> None:
     )
     reference = digest(args.dir / "local" / "data.csv.out")
     if not args.skip_ray:
-        wall, rss, log = timed(
-            [*command(args), "--output", str(args.dir / "ray"), "--engine", "ray", *_address(args)]
-        )
+        wall, rss, log = ray_run(args)
         same = digest(args.dir / "ray" / "data.csv.out") == reference
         report("ray", n / wall, wall, f"{n / wall / local_rate:.2f}x score", rss, same)
         executed = re.search(r"execution finished in ([\d.]+) seconds", log)
@@ -247,8 +250,19 @@ def main() -> None:
     print(f"load average at the end: {load_average()}", flush=True)
 
 
-def _address(args: argparse.Namespace) -> list[str]:
-    return [] if args.ray_address is None else ["--address", args.ray_address]
+def ray_run(args: argparse.Namespace) -> tuple[float, float, str]:
+    """``timed`` for the Ray command, on the cluster the flags name (a fresh one by default)."""
+    import ray_loopback
+
+    ray = [*command(args), "--output", str(args.dir / "ray"), "--engine", "ray", "--address"]
+    if args.ray_address is not None:
+        return timed([*ray, args.ray_address])
+    if not args.ray_cluster:
+        with ray_loopback.fresh_environment() as env:
+            return timed([*ray, "local"], env)
+    with ray_loopback.loopback_cluster(2) as cluster:
+        timed([*ray, cluster.address], cluster.env())  # a cluster's first job starts Ray Data
+        return timed([*ray, cluster.address], cluster.env())
 
 
 def load_average() -> str:

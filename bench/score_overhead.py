@@ -3,26 +3,23 @@
 Each engine scores the N-row file and a two-file input (the file and a hard link to it, 2N
 rows), best of ``--repeat`` each, alternately. The marginal rate is N / (t(2N) - t(N)) and
 the fixed overhead is the intercept 2 t(N) - t(2N): what the whole command costs beyond
-its rows. Ray runs on a fresh local cluster (the command starts and stops it), and with
-``--ray-running`` also on a cluster started here (`ray start --head --num-cpus WORKERS
---disable-usage-stats`, `--address auto`, `ray stop` afterwards; one job first, untimed,
-since a cluster's first Ray Data job also starts Ray Data's own helper actors). Ray's parts
-come from the command's log; every output is checked against the local engine's bytes."""
+its rows. Ray runs on a fresh local cluster (the command starts and stops it; not with
+``--skip-ray``), and with ``--ray-running`` also on a running two-node loopback cluster
+(``ray_loopback.loopback_cluster``: a head and a second node of 2 logical CPUs each, started
+here and stopped by PID; ``--address`` its own; one job first, untimed, since a cluster's first
+Ray Data job also starts Ray Data's own helper actors). Every Ray command runs on loopback.
+Ray's parts come from the command's log; every output is checked against the local engine's
+bytes."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import re
-import subprocess
-import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import ray_loopback
 import score_files
-
-RAY = str(Path(sys.executable).with_name("ray"))
 
 # What the command logs about its own time (smserve.ray.engine, smserve.scoring.command).
 PARTS = {
@@ -66,25 +63,28 @@ def run(args: argparse.Namespace, data: Path) -> None:
     fits = {"local": measure(args, [], data, two, reference)}
     if not args.skip_ray:
         fresh = ["--engine", "ray", "--address", "local"]  # never a cluster left running here
-        fits["ray, fresh cluster"] = measure(args, fresh, data, two, reference)
+        with ray_loopback.fresh_environment() as env:
+            fits["ray, fresh cluster"] = measure(args, fresh, data, two, reference, env)
     if args.ray_running:
-        with running_cluster(args.workers):
-            extra = ["--engine", "ray", "--address", "auto"]
-            score_files.timed(_command(args, data, args.dir / "warm-up", extra))
-            fits["ray, running cluster"] = measure(args, extra, data, two, reference)
+        with ray_loopback.loopback_cluster(2) as cluster:
+            extra = ["--engine", "ray", "--address", cluster.address]
+            score_files.timed(_command(args, data, args.dir / "warm-up", extra), cluster.env())
+            name = "ray, running 2 nodes"
+            fits[name] = measure(args, extra, data, two, reference, cluster.env())
     report(fits)
     print(f"load average at the end: {score_files.load_average()}", flush=True)
 
 
 def measure(
-    args: argparse.Namespace, extra: list[str], one: Path, two: Path, reference: str
-) -> Fit:
+    args: argparse.Namespace, extra: list[str], one: Path, two: Path, reference: str,
+    env: dict[str, str] | None = None,
+) -> Fit:  # fmt: skip
     fit, out = Fit(args.rows), args.dir / "overhead"
     for _ in range(args.repeat):
-        wall, _, log = score_files.timed(_command(args, one, out / "one", extra))
+        wall, _, log = score_files.timed(_command(args, one, out / "one", extra), env)
         if wall < fit.one:
             fit.one, fit.log = wall, log
-        fit.two = min(fit.two, score_files.timed(_command(args, two, out / "two", extra))[0])
+        fit.two = min(fit.two, score_files.timed(_command(args, two, out / "two", extra), env)[0])
         outputs = [out / "one" / "data.csv.out", *(out / "two").glob("*.out")]
         digests = [score_files.digest(path) for path in outputs]
         fit.same.append(len(digests) == 3 and set(digests) == {reference})
@@ -146,13 +146,3 @@ def _command(args: argparse.Namespace, inputs: Path, output: Path, extra: list[s
         "--content-type", "text/csv", "--accept", "text/csv", "--workers", str(args.workers),
         "--output", str(output), *extra,
     ]  # fmt: skip
-
-
-@contextlib.contextmanager
-def running_cluster(cpus: int) -> Iterator[None]:
-    start = [RAY, "start", "--head", "--num-cpus", str(cpus), "--disable-usage-stats"]
-    subprocess.run(start, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        yield
-    finally:
-        subprocess.run([RAY, "stop"], check=False, stdout=subprocess.DEVNULL)

@@ -1,8 +1,12 @@
-"""A tiny multi-class XGBoost model (vector outputs: the hardest case to assemble) and input
-folders in every format, each holding several files of several mini-batches."""
+"""A tiny multi-class XGBoost model (vector outputs: the hardest case to assemble), input
+folders in every format, each holding several files of several mini-batches, moto's S3 server
+on loopback, and a two-node Ray cluster on loopback (``ray_cluster``)."""
 
 from __future__ import annotations
 
+import io
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +17,7 @@ import orjson
 import pytest
 
 from tests.process.servers import free_port, server_env
+from tests.scoring.ray_cluster import TwoNodeCluster, use_environment
 from tests.unit.codecs.recordio_bodies import dense_body
 
 N_FEATURES = 4
@@ -54,12 +59,23 @@ def recordio_body(rows: np.ndarray) -> bytes:
     return dense_body(rows.tolist())
 
 
+def parquet_body(rows: np.ndarray) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({f"f{i}": rows[:, i] for i in range(rows.shape[1])})
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
 FORMATS: dict[str, Callable[[np.ndarray], bytes]] = {
     "text/csv": csv_body,
     "application/jsonlines": jsonlines_body,
     "text/libsvm": libsvm_body,
     "application/json": json_body,
     "application/x-recordio-protobuf": recordio_body,
+    "application/x-parquet": parquet_body,
 }
 
 
@@ -83,6 +99,13 @@ def outputs(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
+# Throwaway credentials moto accepts; no instance metadata lookup (169.254.169.254 is not ours).
+S3_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class S3Service:
     """A real S3 API on loopback (moto's server mode), with a bucket named ``bucket``."""
@@ -92,11 +115,7 @@ class S3Service:
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """A CLI environment that reaches it: the endpoint and throwaway credentials."""
-        aws = {
-            "AWS_ENDPOINT_URL_S3": self.endpoint_url, "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_EC2_METADATA_DISABLED": "true",
-        }  # fmt: skip
+        aws = {"AWS_ENDPOINT_URL_S3": self.endpoint_url, **S3_CREDENTIALS}
         return server_env(8080, {**aws, **(extra or {})})
 
     def client(self) -> Any:
@@ -136,3 +155,30 @@ def s3() -> Iterator[S3Service]:
     service.client().create_bucket(Bucket=service.bucket)
     yield service
     server.stop()
+
+
+_RAY_FOLDER = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ray's environment for this run (``ray_cluster.environment``: loopback, our own token
+    and temporary folder), set before any test module imports Ray and inherited by every
+    process a test starts."""
+    folder = Path(tempfile.mkdtemp(prefix="smserve-ray-", dir="/tmp"))
+    config.stash[_RAY_FOLDER] = folder
+    use_environment(folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _RAY_FOLDER in config.stash:
+        shutil.rmtree(config.stash[_RAY_FOLDER], ignore_errors=True)
+
+
+@pytest.fixture(scope="package")
+def ray_cluster() -> Iterator[TwoNodeCluster]:
+    """Started once for the package's Ray tests, stopped (by handle) after its last test. Each
+    node has S3 credentials of its own, as an instance role would give it."""
+    pytest.importorskip("ray.cluster_utils")
+    cluster = TwoNodeCluster(node_environment=S3_CREDENTIALS)
+    yield cluster
+    cluster.stop()

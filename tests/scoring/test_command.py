@@ -3,11 +3,12 @@ standard input and Ctrl-C."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-import re
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -148,32 +149,57 @@ def test_an_impossible_join_is_a_usage_error(model_dir: Path, tmp_path: Path) ->
 def test_ctrl_c_stops_cleanly_and_keeps_only_finished_outputs(
     model_dir: Path, tmp_path: Path
 ) -> None:
+    """Standard input, named after the folder and left open, holds the job mid-way however
+    fast the machine is: the parent reads it once b.csv is planned and before b.csv's last
+    answers are written (a shard behind, in order), so a.csv.out is done, b.csv's output is
+    open, and nothing can finish until the signal comes."""
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.csv").write_bytes(csv_body(ROWS))
-    big = np.random.default_rng(4).normal(size=(400_000, 4)).astype(np.float32)
-    (tmp_path / "in" / "b.csv").write_bytes(csv_body(big))
+    (tmp_path / "in" / "b.csv").write_bytes(csv_body(np.tile(ROWS, (4, 1))))  # several shards
     command = [
-        str(SMSERVE), "score", str(tmp_path / "in"), "--output", str(tmp_path / "out"),
+        str(SMSERVE), "score", str(tmp_path / "in"), "-", "--output", str(tmp_path / "out"),
         "--model-dir", str(model_dir), "--content-type", "text/csv", "--workers", "1",
-        "--max-payload-mb", "0.05", "--progress-every", "0.1",
+        "--max-payload-mb", "0.0005",
     ]  # fmt: skip
-    process = subprocess.Popen(
-        command, env=server_env(8080, {}), stderr=subprocess.PIPE, start_new_session=True
-    )
-    assert process.stderr is not None
-    deadline = time.monotonic() + 60
-    while _records(process.stderr.readline()) <= len(ROWS) and time.monotonic() < deadline:
-        pass  # until a progress line shows a.csv done and b.csv begun
-    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C reaches the whole group
-    assert process.wait(timeout=60) == 130
-    with process.stderr:
+    with _waiting_for_input(command) as process:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "out" / "a.csv.out").exists():
+            assert process.poll() is None, process.communicate()[1].decode()
+            assert time.monotonic() < deadline, "a.csv was not scored within 120 s"
+            time.sleep(0.05)
+        os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C reaches the whole group
+        assert _exit_status(process) == 130
         assert b"interrupted" in process.stderr.read()
-    assert list(outputs(tmp_path / "out")) == ["a.csv.out"]
+    assert list(outputs(tmp_path / "out")) == ["a.csv.out"]  # b.csv's unfinished one is gone
 
 
-def _records(log_line: bytes) -> int:
-    found = re.search(rb"([\d,]+) records ", log_line)
-    return int(found.group(1).replace(b",", b"")) if found else 0
+@contextlib.contextmanager
+def _waiting_for_input(command: list[str]) -> Iterator[subprocess.Popen[bytes]]:
+    """``command`` in a session of its own, its standard input open until the block ends (it
+    waits for more), Python's fault handler on; stopped (SIGKILL to its group) and its pipes
+    closed however the block ends, so a failure leaves no process or pipe to later tests."""
+    env = server_env(8080, {"PYTHONFAULTHANDLER": "1"})
+    process = subprocess.Popen(
+        command, env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+
+
+def _exit_status(process: subprocess.Popen[bytes]) -> int:
+    """The exit status within 60 s; else every thread's stack (SIGABRT to the group, which
+    the fault handler prints) in the failure."""
+    try:
+        return process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGABRT)
+        process.wait(timeout=60)
+        stacks = process.stderr.read().decode(errors="replace") if process.stderr else ""
+        raise AssertionError(f"no exit 60 s after Ctrl-C; its threads:\n{stacks[-8000:]}") from None
 
 
 def test_selectable_outputs_come_from_the_same_environment_as_the_endpoints(

@@ -1,6 +1,7 @@
-"""The Ray Data engine on a local cluster (``ray.init(num_cpus=2)``): the same outputs as the
-local engine on multi-file inputs, and ModelScorer on Dataset batches. Few tests on purpose:
-a Ray cluster takes seconds to start on two cores."""
+"""The Ray Data engine called in-process, this process a driver of the two-node loopback
+cluster (``ray_cluster``): the same outputs as the local engine on multi-file inputs, and
+ModelScorer on Dataset batches. ``test_ray_cluster`` runs the command against the same
+cluster. Few tests on purpose: each Ray job takes seconds on two cores."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from smserve.scoring.engine import Summary, score_files
 from smserve.scoring.inputs import discover
 from smserve.scoring.options import Plan, Run
 from smserve.scoring.progress import Progress
-from tests.process.servers import run_cli
-from tests.scoring.conftest import S3Service, csv_body, outputs, write_inputs
+from tests.scoring.conftest import csv_body, outputs, write_inputs
+from tests.scoring.ray_cluster import TwoNodeCluster
 
 ray = pytest.importorskip("ray")
 
@@ -26,8 +27,12 @@ pytestmark = [pytest.mark.process, pytest.mark.filterwarnings("ignore::Deprecati
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False)
+def cluster(ray_cluster: TwoNodeCluster) -> Iterator[None]:
+    """This process connected to the cluster as a driver, for the module's tests. It starts
+    no Ray process, so ``ray.shutdown`` has none to stop: a local ``ray.init`` here gave a
+    ResourceWarning on a loaded machine (Ray waits one second for each process it kills,
+    then drops the handle of one not yet reaped)."""
+    ray.init(address=ray_cluster.address, configure_logging=False)
     yield
     ray.shutdown()
 
@@ -118,20 +123,3 @@ def test_model_scorer_gives_the_endpoints_output_keys(cluster: None, model_dir: 
     np.testing.assert_array_equal(
         np.stack([r["probabilities"] for r in rows]), expected["probabilities"]
     )
-
-
-def test_an_s3_prefix_on_ray_matches_the_local_engine(
-    s3: S3Service, model_dir: Path, tmp_path: Path
-) -> None:
-    """Through the command (its own local cluster), so the actors get the S3 settings."""
-    write_inputs(tmp_path / "in", "text/csv")
-    s3.upload(tmp_path / "in", "ray-in")
-    base = ["score", "--model-dir", str(model_dir), "--content-type", "text/csv"]
-    base += ["--max-payload-mb", "0.0005", "--workers", "2"]
-    local = run_cli([*base, str(tmp_path / "in"), "--output", str(tmp_path / "local")], s3.env())
-    assert local.returncode == 0, local.stderr
-    target = f"s3://{s3.bucket}/ray-out"
-    on_ray = run_cli([*base, f"s3://{s3.bucket}/ray-in", "--output", target, "--engine", "ray"],
-                     s3.env(), timeout_s=180)  # fmt: skip
-    assert on_ray.returncode == 0, on_ray.stderr[-3000:]
-    assert s3.objects("ray-out") == outputs(tmp_path / "local")

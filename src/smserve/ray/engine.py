@@ -8,13 +8,20 @@ shards themselves, from a path every node sees or from ``s3://``, and answer the
 local engine's worker code. Answers come back in input order (``preserve_order``) and are
 assembled by the driver exactly as the local engine assembles them, each file atomically.
 Memory per actor is one shard and its answer; the driver holds the shards' answers that Ray
-has ready ahead of the one being written."""
+has ready ahead of the one being written.
+
+Paths are made absolute before the job is submitted: actors on other nodes do not run in the
+driver's folder. When a node dies mid-job, its actors are restarted elsewhere and the shards
+they held are answered again (answers are per shard, so the output is the same bytes); the
+log says how many shards each node answered."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -54,6 +61,7 @@ def score_files_on_ray(
 
     if any(item.path is None for item in files):
         raise ConfigError("--engine ray reads files, folders or s3://, not - (standard input)")
+    files, settings = [_absolute(item) for item in files], _absolute_paths(settings)
     connected = _connect(address)
     try:
         return _score(files, settings, plan, run, progress)
@@ -77,25 +85,53 @@ def _connect(address: str | None) -> bool:
     return True
 
 
+def _absolute(item: InputFile) -> InputFile:
+    """``item`` with its local paths absolute (S3 objects and standard input as they are)."""
+    path = item.path.absolute() if isinstance(item.path, Path) else item.path
+    output = item.output.absolute() if isinstance(item.output, Path) else item.output
+    return dataclasses.replace(item, path=path, output=output)
+
+
+def _absolute_paths(settings: Settings) -> Settings:
+    """``settings`` with every path absolute (the model's above all), for actors elsewhere."""
+    paths = {
+        field.name: value.absolute()
+        for field in dataclasses.fields(settings)
+        if isinstance(value := getattr(settings, field.name), Path)
+    }
+    return settings.replace(**paths)
+
+
 def _score(
     files: Sequence[InputFile], settings: Settings, plan: Plan, run: Run, progress: Progress
 ) -> Summary:
-    out = Assembler(progress)
+    out, nodes = Assembler(progress), Counter[str]()
     planned = [(s, list(shards_of(s, plan, run))) for f in files if (s := out.start(f, run))]
     try:
         rows = _answers([shard for _, shards in planned for shard in shards], settings, plan, run)
         for state, shards in planned:
-            _assemble(out, state, len(shards), rows)
+            _assemble(out, state, len(shards), rows, nodes)
     finally:
         out.abandon()
+    if nodes:
+        logger.info("Ray: %d shards answered on %s", nodes.total(), _describe(nodes))
     return out.summary
 
 
-def _assemble(out: Assembler, state: OpenFile, n_shards: int, rows: Iterator[Any]) -> None:
+def _assemble(
+    out: Assembler, state: OpenFile, n_shards: int, rows: Iterator[Any], nodes: Counter[str]
+) -> None:
     for _ in range(n_shards):
         row = next(rows)
+        nodes[str(row["node"])] += 1
         out.take(state, _result(row), io.BytesIO(row["body"]))
     out.close(state)
+
+
+def _describe(nodes: Counter[str]) -> str:
+    """``2 nodes (3f2a9c01: 7, 8be0d4c2: 5)``: each node by its id's first 8 hex digits."""
+    counts = ", ".join(f"{node[:8]}: {count}" for node, count in sorted(nodes.items()))
+    return f"{len(nodes)} node{'s' if len(nodes) > 1 else ''} ({counts})"
 
 
 def _answers(shards: Sequence[Shard], settings: Settings, plan: Plan, run: Run) -> Iterator[Any]:
@@ -110,7 +146,7 @@ def _answers(shards: Sequence[Shard], settings: Settings, plan: Plan, run: Run) 
         ShardScorer,  # type: ignore[arg-type]
         fn_constructor_kwargs={"settings": settings, "plan": plan, "run": run},
         compute=ray.data.ActorPoolStrategy(size=min(run.workers, len(items))),
-        num_cpus=ACTOR_CPUS,
+        num_cpus=ACTOR_CPUS,  # restarted elsewhere when its node dies (Ray Data's default)
     )
     _configure(scored.context)
     logger.info("Ray dataset of %d shards set up in %.2f s", len(items), time.monotonic() - began)
@@ -145,8 +181,11 @@ class ShardScorer:
     """An actor: one shard in (as a row), its answer bytes and counts out."""
 
     def __init__(self, settings: Settings, plan: Plan, run: Run) -> None:
+        import ray
+
         worker.preload(settings)
         self.scorer, self.run = Scorer(build_service(settings), plan), run
+        self.node = ray.get_runtime_context().get_node_id()
         self.ready = time.time()  # wall clock: compared with the driver's, for the log only
 
     def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
@@ -156,15 +195,13 @@ class ShardScorer:
         return {
             "body": body.getvalue(), "records": result.n_records, "read": result.input_bytes,
             "errors": orjson.dumps(errors), "failed": result.failed,
-            "failure": result.failure or "", "ready": self.ready,
+            "failure": result.failure or "", "ready": self.ready, "node": self.node,
         }  # fmt: skip
 
 
 def _item(shard: Shard) -> dict[str, Any]:
     source = shard.source
     endpoint = source.endpoint_url if isinstance(source, S3Object) else None
-    if isinstance(source, Path):
-        source = source.resolve()  # actors may run in another working folder
     stop = -1 if shard.stop is None else shard.stop
     return {"source": str(source), "start": shard.start, "stop": stop, "endpoint": endpoint}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -57,11 +57,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=positive_integer, help="processes (default: one per CPU)")
     parser.add_argument("--skip-existing", action="store_true", help="resume: keep done .out")
     parser.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS")
-    _choice(parser, "--engine", ENGINES, "local processes, or Ray Data")
-    parser.add_argument("--address", help="the Ray cluster (--engine ray; default: local)")
+    _choice(parser, "--engine", ENGINES, "local processes, Ray Data, or Spark")
+    parser.add_argument(
+        "--address",
+        help="the cluster: Ray's address (--engine ray) or a Spark master URL (--engine spark);"
+        " default: a local one",
+    )
 
 
-def run(args: argparse.Namespace, environ: Mapping[str, str], cpus: int, err: TextIO) -> int:
+def run(args: argparse.Namespace, environ: MutableMapping[str, str], cpus: int, err: TextIO) -> int:
     """Score the inputs named by ``args``; the settings come from ``environ`` as the endpoint's
     do (selectable outputs, payload limit, batch strategy), with batch mode always on."""
     from smserve.scoring.engine import Interrupted
@@ -73,7 +77,7 @@ def run(args: argparse.Namespace, environ: Mapping[str, str], cpus: int, err: Te
     total = sum(size for item in files if (size := item.size) is not None) or None
     progress = Progress(err, total, err.isatty(), args.progress_every)
     try:
-        summary = _engine(args)(files, settings, plan, options, progress)
+        summary = _engine(args, environ)(files, settings, plan, options, progress)
     except Interrupted:
         logger.warning("interrupted: finished outputs were kept; rerun with --skip-existing")
         return EXIT_INTERRUPTED
@@ -99,7 +103,12 @@ def configure(
     return settings, plan, run
 
 
-def _engine(args: argparse.Namespace) -> Engine:
+def _engine(args: argparse.Namespace, environ: MutableMapping[str, str]) -> Engine:
+    """The engine's function; Spark may set what its local JVMs read in ``environ``."""
+    if args.engine == "spark":
+        from smserve.spark.engine import score_files_on_spark
+
+        return functools.partial(score_files_on_spark, master=args.address, environ=environ)
     if args.engine == "ray":
         from smserve.ray.engine import score_files_on_ray
 

@@ -12,7 +12,7 @@ BATCH_STRATEGIES = ("MultiRecord", "SingleRecord")
 ASSEMBLE_WITH = ("Line", "None")
 JOIN_SOURCES = ("None", "Input")
 ON_ERROR = ("fail", "skip")
-ENGINES = ("local", "ray")
+ENGINES = ("local", "ray", "spark")
 
 EXIT_OK = 0  # every record of every file was scored
 EXIT_FILE_FAILED = 1  # at least one file failed and has no output (the log names the record)
