@@ -26,6 +26,7 @@ DEFAULT_MODEL_DIR = Path("/opt/ml/model")
 DEFAULT_MODELS_DIR = Path("/opt/ml/models")
 DEFAULT_TRAINING_BASE_DIR = Path("/opt/ml")
 DEFAULT_GRPC_PORT = 8081  # MLServer's and KServe's gRPC port
+DEFAULT_MAX_QUEUED = 128  # requests waiting for a thread, off SageMaker: ~0.1 s of 1-row work
 DEFAULT_MAX_MODEL_UNPACKED_MB = 2048  # generous for XGBoost and k-means; refuses archive bombs
 LOG_LEVELS = ("debug", "info", "warning", "error")
 FRONTENDS = ("auto", "nginx", "gunicorn")
@@ -58,6 +59,10 @@ class Settings:
     client_body_timeout_s: int = 10  # SMSERVE_CLIENT_BODY_TIMEOUT_S: longest stall in a body
     max_connections: int = 4096  # SMSERVE_MAX_CONNECTIONS: open client connections (nginx)
     keepalive_requests: int = 10000  # SMSERVE_KEEPALIVE_REQUESTS: requests per connection
+    # SMSERVE_MAX_QUEUED_REQUESTS: inference requests (POSTs) allowed to wait beyond one per
+    # request thread; past that nginx answers 503 with Retry-After at once (0: no bound; the
+    # default; on SageMaker from_env's default is 0: the platform retries)
+    max_queued_requests: int = DEFAULT_MAX_QUEUED
     log_level: str = "info"  # SMSERVE_LOG_LEVEL
     default_accept: str | None = None  # SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT (None: algorithm's)
     max_payload_bytes: int = 6 * MIB  # SAGEMAKER_MAX_PAYLOAD_IN_MB (MiB) or MAX_CONTENT_LENGTH
@@ -116,6 +121,7 @@ class Settings:
             client_body_timeout_s=env.integer("SMSERVE_CLIENT_BODY_TIMEOUT_S", 10, minimum=1),
             max_connections=env.integer("SMSERVE_MAX_CONNECTIONS", 4096, minimum=16),
             keepalive_requests=env.integer("SMSERVE_KEEPALIVE_REQUESTS", 10000, minimum=1),
+            max_queued_requests=_max_queued_requests(env),
             log_level=env.choice(
                 "SMSERVE_LOG_LEVEL", "info", ("debug", "info", "warning", "error")
             ),
@@ -215,6 +221,16 @@ def _grpc_port(env: _Reader) -> int:
             "SAGEMAKER_BIND_TO_PORT), nor 0 (gRPC off)"
         )
     return port
+
+
+def _on_sagemaker(env: _Reader) -> bool:
+    """The platform sets SAGEMAKER_BIND_TO_PORT (hosting) or SAGEMAKER_BATCH (Batch Transform)."""
+    return env.text("SAGEMAKER_BIND_TO_PORT") is not None or env.boolean("SAGEMAKER_BATCH", False)
+
+
+def _max_queued_requests(env: _Reader) -> int:
+    default = 0 if _on_sagemaker(env) else DEFAULT_MAX_QUEUED
+    return env.integer("SMSERVE_MAX_QUEUED_REQUESTS", default, minimum=0)
 
 
 def _max_payload_bytes(env: _Reader) -> int:

@@ -17,6 +17,10 @@ What each part is for:
   header (nginx's internal 494) is answered 431 Request Header Fields Too Large.
 * Responses are buffered (in memory, then in the run directory), so a client that reads
   slowly holds an nginx buffer, not a gunicorn worker.
+* The queue bound (``SMSERVE_MAX_QUEUED_REQUESTS``): ``limit_conn`` counts the POSTs in
+  progress (GETs such as /ping have an empty key, so are never counted or refused); past one
+  per request thread plus the bound, nginx answers 503 with ``Retry-After`` at once instead of
+  queueing the request behind the others.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ ERROR_PREFIX = "/_smserve/error/"
 PLAIN_ERROR_PREFIX = "/_smserve/error/plain/"  # {"error"} only: TF Serving's and V2's envelope
 # The doors whose envelope is {"error"}: TF Serving matches /v1/ case-insensitively.
 PLAIN_ENVELOPE_LOCATIONS = ("~* ^/v1/", "/v2")
+RETRY_AFTER = "add_header Retry-After 1 always; "  # on nginx's own 503: the queue is full
 HEADER_BUFFER = "8k"  # one request line or header line; four of them for all the headers
 _NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
 _UNQUOTABLE = ("'", "$", "\\")  # cannot appear in a single-quoted nginx string literally
@@ -104,7 +109,11 @@ def error_pages(settings: Settings) -> dict[int, tuple[int, str]]:
             "the model server is not answering (starting, restarting or overloaded); "
             "retry the request",
         ),
-        503: (503, "the server is at its connection limit; retry the request"),
+        503: (
+            503,
+            "the server is at its limit of queued requests (SMSERVE_MAX_QUEUED_REQUESTS); "
+            "retry the request after Retry-After seconds",
+        ),
         504: (
             504,
             f"the model server did not answer within {settings.timeout_s} s "
@@ -171,6 +180,7 @@ def _http_context(settings: Settings, layout: ProxyLayout) -> list[str]:
         "default_type application/json;",
         *(f"{kind}_temp_path {temp / kind};" for kind in ("client_body", "proxy")),
         *(f"{kind}_temp_path {temp / kind};" for kind in ("fastcgi", "uwsgi", "scgi")),
+        *_queue_zone(settings),
         "upstream smserve_gunicorn {",
         f"    server unix:{layout.upstream_socket} max_fails=0;",
         f"    keepalive {max(8, 4 * settings.workers * settings.threads)};",
@@ -212,8 +222,30 @@ def _server_settings(settings: Settings) -> list[str]:
         f"send_timeout {settings.timeout_s}s;",
         "underscores_in_headers on;",
         "lingering_close on;",
+        *_queue_limit(settings),
         *_error_page_lines(settings, ERROR_PREFIX),
     ]
+
+
+def queue_limit(settings: Settings) -> int:
+    """POSTs in progress at most: one per request thread, plus the queue bound (0: none)."""
+    if not settings.max_queued_requests:
+        return 0
+    return settings.workers * settings.threads + settings.max_queued_requests
+
+
+def _queue_zone(settings: Settings) -> list[str]:
+    if not queue_limit(settings):
+        return []
+    return [
+        "map $request_method $smserve_queue_key { POST queue; default ''; }",
+        "limit_conn_zone $smserve_queue_key zone=smserve_queue:1m;",
+    ]
+
+
+def _queue_limit(settings: Settings) -> list[str]:
+    limit = queue_limit(settings)
+    return [f"limit_conn smserve_queue {limit};", "limit_conn_status 503;"] if limit else []
 
 
 def _proxy_location(settings: Settings, match: str, extra: Sequence[str] = ()) -> list[str]:
@@ -242,7 +274,7 @@ def _proxy_location(settings: Settings, match: str, extra: Sequence[str] = ()) -
 def _error_locations(settings: Settings, prefix: str, envelope: Callable[[str], str]) -> list[str]:
     return [
         f"location = {prefix}{code} {{ internal; default_type application/json; "
-        f"return {sent} '{envelope(message)}'; }}"
+        f"{RETRY_AFTER if sent == 503 else ''}return {sent} '{envelope(message)}'; }}"
         for code, (sent, message) in _pages(settings)
     ]
 
