@@ -19,6 +19,7 @@ from smserve.media import JSON
 ERROR_PREFIX = "/_smserve/error/"
 PLAIN_ERROR_PREFIX = "/_smserve/error/plain/"  # {"error"} only: TF Serving's and V2's envelope
 HEADER_BUFFER = "8k"  # one request line or header line; four of them for all the headers
+RETRY_AFTER = "add_header Retry-After 1 always; "  # on nginx's own 503: the queue is full
 _UNQUOTABLE = ("'", "$", "\\")  # cannot appear in a single-quoted nginx string literally
 
 
@@ -55,7 +56,11 @@ def error_pages(settings: Settings) -> dict[int, tuple[int, str]]:
             "the model server is not answering (starting, restarting or overloaded); "
             "retry the request",
         ),
-        503: (503, "the server is at its connection limit; retry the request"),
+        503: (
+            503,
+            "the server is at its limit of queued requests (SMSERVE_MAX_QUEUED_REQUESTS); "
+            "retry the request after Retry-After seconds",
+        ),
         504: (
             504,
             f"the model server did not answer within {settings.timeout_s} s "
@@ -81,7 +86,7 @@ def error_locations(settings: Settings) -> list[str]:
 def _locations(settings: Settings, prefix: str, envelope: Callable[[str], str]) -> list[str]:
     return [
         f"location = {prefix}{code} {{ internal; default_type {JSON}; "
-        f"return {sent} '{envelope(message)}'; }}"
+        f"{RETRY_AFTER if sent == 503 else ''}return {sent} '{envelope(message)}'; }}"
         for code, (sent, message) in _pages(settings)
     ]
 

@@ -23,6 +23,8 @@ What each part is for:
   writes).
 * Every answer nginx gives itself is a JSON envelope (``frontend.error_pages``).
 * Paths are quoted, so a run directory may hold spaces.
+* The queue bound (``SMSERVE_MAX_QUEUED_REQUESTS``, ``frontend.queue_bound``): past one POST
+  per request thread plus the bound, nginx answers 503 with ``Retry-After`` at once.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from pathlib import Path
 
 from smserve.config import Settings
 from smserve.errors import ConfigError
+from smserve.frontend import queue_bound
 from smserve.frontend.error_pages import (
     ERROR_PREFIX,
     HEADER_BUFFER,
@@ -168,6 +171,7 @@ def _http_context(settings: Settings, layout: ProxyLayout) -> list[str]:
         *(f"{kind}_temp_path {quote(temp / kind)};" for kind in kinds),
         *_upstream("smserve_gunicorn", layout.upstream_socket, 4 * settings.workers),
         *_upstream("smserve_supervisor", layout.sidecar_socket, 4),
+        *queue_bound.zone_lines(settings),
     ]
 
 
@@ -211,6 +215,7 @@ def _server_settings(settings: Settings) -> list[str]:
         f"send_timeout {settings.timeout_s}s;",
         "underscores_in_headers on;",
         "lingering_close on;",
+        *queue_bound.limit_lines(settings),
         *error_page_lines(settings, ERROR_PREFIX),
     ]
 

@@ -1,0 +1,57 @@
+"""The settings of ``smserve train``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from smserve.config.constants import ALGORITHMS, DEFAULT_TRAINING_BASE_DIR, LIBSVM_INDEX_BASES
+from smserve.config.derived import log_level
+from smserve.config.reader import Reader
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingSettings:
+    """Settings of ``smserve train``: the SageMaker training layout under ``base_dir`` (each
+    path overridable) and the training options. Field comments name the variables."""
+
+    config_dir: Path  # SM_INPUT_CONFIG_DIR (default: <base>/input/config)
+    data_dir: Path  # <base>/input/data, base from SMSERVE_TRAINING_BASE_DIR (default /opt/ml)
+    model_dir: Path  # SM_MODEL_DIR (default: <base>/model)
+    output_dir: Path  # SM_OUTPUT_DIR (default: <base>/output); holds ``failure``
+    channel_dirs: Mapping[str, Path]  # SM_CHANNEL_<NAME> (default: <data_dir>/<name>)
+    algorithm: str | None = None  # SMSERVE_ALGORITHM (None: hyperparameter or xgboost)
+    libsvm_index_base: str = "0"  # SMSERVE_LIBSVM_INDEX_BASE, as when serving
+    log_level: str = "info"  # SMSERVE_LOG_LEVEL, else SAGEMAKER_CONTAINER_LOG_LEVEL
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> TrainingSettings:
+        """Raises ConfigError naming the variable when a value is invalid."""
+        env = Reader(os.environ if environ is None else environ)
+        paths = cls.layout(env)
+        return cls(
+            **paths,
+            algorithm=env.optional_choice("SMSERVE_ALGORITHM", ALGORITHMS),
+            libsvm_index_base=env.choice("SMSERVE_LIBSVM_INDEX_BASE", "0", LIBSVM_INDEX_BASES),
+            log_level=log_level(env),
+        )
+
+    @staticmethod
+    def output_dir_of(environ: Mapping[str, str]) -> Path:
+        """Where ``failure`` goes, even when other settings are invalid."""
+        output_dir: Path = TrainingSettings.layout(Reader(environ))["output_dir"]
+        return output_dir
+
+    @staticmethod
+    def layout(env: Reader) -> dict[str, Any]:
+        base = env.path("SMSERVE_TRAINING_BASE_DIR", DEFAULT_TRAINING_BASE_DIR)
+        return {
+            "config_dir": env.path("SM_INPUT_CONFIG_DIR", base / "input" / "config"),
+            "data_dir": base / "input" / "data",
+            "model_dir": env.path("SM_MODEL_DIR", base / "model"),
+            "output_dir": env.path("SM_OUTPUT_DIR", base / "output"),
+            "channel_dirs": env.prefixed_paths("SM_CHANNEL_"),
+        }
