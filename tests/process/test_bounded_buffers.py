@@ -157,6 +157,9 @@ def test_unread_answers_cost_nginx_a_bounded_buffer_each(server: Server) -> None
             assert read_answer(normal)[0] == 200
         assert time.monotonic() - started < 5
         unread[0].settimeout(60)
+        # read at full speed now: with a 4 KiB window the sender backs off on zero-window
+        # probes, and the rest of 11 MB would trickle in over minutes
+        unread[0].setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         assert read_answer(unread[0]) == (200, expected)  # held whole, in memory and on disk
     finally:
         for sock in unread:
