@@ -51,6 +51,20 @@ def ref(name: str) -> JsonObject:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
+def closed_object(properties: JsonObject) -> JsonObject:
+    """An object with exactly ``properties``, every one required."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def array_of(items: JsonObject) -> JsonObject:
+    return {"type": "array", "items": items}
+
+
 def json_content(schema: JsonObject) -> JsonObject:
     return {JSON: {"schema": schema}}
 

@@ -22,7 +22,9 @@ from smserve.openapi import (
     Fragment,
     JsonObject,
     Operation,
+    array_of,
     body_of,
+    closed_object,
     header_parameter,
     json_content,
     operation,
@@ -126,7 +128,7 @@ def _schemas() -> dict[str, JsonObject]:
     string: JsonObject = {"type": "string"}
     anything: JsonObject = {}
     return {
-        ERROR: _closed({"error": string}),
+        ERROR: closed_object({"error": string}),
         "tfserving.predict_request": {
             "type": "object",
             "properties": {
@@ -153,7 +155,7 @@ def _schemas() -> dict[str, JsonObject]:
         },
         "tfserving.classify_response": _results(_class_scores()),
         "tfserving.regress_response": _results({"type": "number"}),
-        "tfserving.status": _closed({"model_version_status": _array(_version_status())}),
+        "tfserving.status": closed_object({"model_version_status": array_of(_version_status())}),
         "tfserving.metadata": _metadata_schema(),
     }
 
@@ -161,40 +163,27 @@ def _schemas() -> dict[str, JsonObject]:
 def _class_scores() -> JsonObject:
     # ["label", score]; not prefixItems, which schemathesis 4 cannot read in a response
     pair = {"type": "array", "items": {"type": ["string", "number"]}, "minItems": 2, "maxItems": 2}
-    return _array(pair)
+    return array_of(pair)
 
 
 def _results(item: JsonObject) -> JsonObject:
-    return _closed({"results": _array(item)})
+    return closed_object({"results": array_of(item)})
 
 
 def _version_status() -> JsonObject:
-    status = _closed({"error_code": {"type": "string"}, "error_message": {"type": "string"}})
+    status = closed_object({"error_code": {"type": "string"}, "error_message": {"type": "string"}})
     state = {"enum": [state.name for state in State]}
-    return _closed({"version": {"type": "string"}, "state": state, "status": status})
+    return closed_object({"version": {"type": "string"}, "state": state, "status": status})
 
 
 def _metadata_schema() -> JsonObject:
     string = {"type": "string"}
-    spec = _closed({"name": string, "signature_name": string, "version": string})
-    signatures = _closed({"signature_def": {"type": "object"}})
+    spec = closed_object({"name": string, "signature_name": string, "version": string})
+    signatures = closed_object({"signature_def": {"type": "object"}})
     metadata = {
         "type": "object",
-        "properties": {"signature_def": signatures, "feature_names": _array(string)},
+        "properties": {"signature_def": signatures, "feature_names": array_of(string)},
         "required": ["signature_def"],
         "additionalProperties": False,
     }
-    return _closed({"model_spec": spec, "metadata": metadata})
-
-
-def _closed(properties: JsonObject) -> JsonObject:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-
-
-def _array(items: JsonObject) -> JsonObject:
-    return {"type": "array", "items": items}
+    return closed_object({"model_spec": spec, "metadata": metadata})

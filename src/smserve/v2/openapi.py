@@ -25,7 +25,9 @@ from smserve.openapi import (
     Fragment,
     JsonObject,
     Operation,
+    array_of,
     body_of,
+    closed_object,
     header_parameter,
     json_content,
     operation,
@@ -102,7 +104,7 @@ def _model_metadata(suffix: str) -> Operation:
 
 
 def _model_ready(suffix: str) -> Operation:
-    ready = _closed({"name": _STRING, "ready": {"type": "boolean"}})
+    ready = closed_object({"name": _STRING, "ready": {"type": "boolean"}})
     ok = {200: response("The model answers", json_content(ready))}
     return Operation(f"v2_model_ready{suffix}", "Model ready", ok, _LOOKUP_ERRORS)
 
@@ -134,7 +136,7 @@ def _infer(suffix: str) -> Operation:
 def _schemas() -> dict[str, JsonObject]:
     strings = {"type": "array", "items": _STRING}
     return {
-        ERROR: _closed({"error": _STRING}),
+        ERROR: closed_object({"error": _STRING}),
         "v2.parameters": {
             "type": "object",
             "additionalProperties": {"type": ["string", "number", "boolean"]},
@@ -143,17 +145,19 @@ def _schemas() -> dict[str, JsonObject]:
             "type": "array",
             "items": {"anyOf": [ref("v2.tensor_data"), {"type": ["number", "string", "boolean"]}]},
         },
-        "v2.metadata_server_response": _closed(
+        "v2.metadata_server_response": closed_object(
             {"name": _STRING, "version": _STRING, "extensions": strings}
         ),
-        "v2.metadata_tensor": _closed({"name": _STRING, "datatype": _STRING, "shape": _shape(-1)}),
-        "v2.metadata_model_response": _closed(
+        "v2.metadata_tensor": closed_object(
+            {"name": _STRING, "datatype": _STRING, "shape": _shape(-1)}
+        ),
+        "v2.metadata_model_response": closed_object(
             {
                 "name": _STRING,
                 "versions": strings,
                 "platform": _STRING,
-                "inputs": _array(ref("v2.metadata_tensor")),
-                "outputs": _array(ref("v2.metadata_tensor")),
+                "inputs": array_of(ref("v2.metadata_tensor")),
+                "outputs": array_of(ref("v2.metadata_tensor")),
             }
         ),
         "v2.inference_request": _inference_request(),
@@ -166,12 +170,12 @@ def _schemas() -> dict[str, JsonObject]:
 
 
 def _inference_request() -> JsonObject:
-    inputs = {**_array(ref("v2.request_input")), "minItems": 1, "maxItems": 1}
+    inputs = {**array_of(ref("v2.request_input")), "minItems": 1, "maxItems": 1}
     properties = {
         "id": _STRING,
         "parameters": ref("v2.parameters"),
         "inputs": inputs,
-        "outputs": _array(ref("v2.request_output")),
+        "outputs": array_of(ref("v2.request_output")),
     }
     return _open(properties, "inputs")
 
@@ -182,7 +186,7 @@ def _inference_response() -> JsonObject:
         "model_version": _STRING,
         "id": _STRING,
         "parameters": ref("v2.parameters"),
-        "outputs": _array(ref("v2.response_output")),
+        "outputs": array_of(ref("v2.response_output")),
     }
     return _open(properties, "model_name", "outputs")
 
@@ -204,26 +208,13 @@ def _datatypes() -> JsonObject:
 
 
 def _shape(minimum: int) -> JsonObject:
-    return _array({"type": "integer", "minimum": minimum})
+    return array_of({"type": "integer", "minimum": minimum})
 
 
 def _flag(name: str) -> JsonObject:
-    return _closed({name: {"type": "boolean"}})
+    return closed_object({name: {"type": "boolean"}})
 
 
 def _open(properties: JsonObject, *required: str) -> JsonObject:
     """An object whose unknown members are ignored, as the protocol's servers ignore them."""
     return {"type": "object", "properties": properties, "required": list(required)}
-
-
-def _closed(properties: JsonObject) -> JsonObject:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-
-
-def _array(items: JsonObject) -> JsonObject:
-    return {"type": "array", "items": items}
