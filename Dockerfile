@@ -62,7 +62,11 @@ RUN python -m venv --without-pip /opt/venv \
 
 # --- wheel: build the smserve wheel (no dependencies resolved here). Its one C extension, the
 # fast XGBoost predictor (src/smserve/algorithms/_xgboost_fast.c), is compiled here with the
-# base image's Python headers; gcc stays in this stage, the final image gets the .so only. ---
+# base image's Python headers; gcc stays in this stage, the final image gets the .so only.
+# A base whose Python is Debian's own (local_test/container_engine.sh's stand-in for
+# python:3.11-slim, Debian-like BASE_IMAGEs) has no headers until python3-dev is installed;
+# without them setuptools skips the optional extension and the final stage's import check
+# fails. ---
 FROM ${BASE_IMAGE} AS wheel
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 COPY container/requirements.lock /tmp/requirements.lock

@@ -181,6 +181,7 @@ def main() -> int:
         }
         harness.build_xgboost(root / "models" / "xgboost")
         harness.build_kmeans(root / "models" / "kmeans")
+        _links_outside(root / "models", root)
         multi = {**env, "SAGEMAKER_MULTI_MODEL": "true", "SMSERVE_MODELS_DIR": str(root / "models")}
         with (
             proxied.starting(root / "xgboost", root / "xgboost.log", args.workers, env) as xgb,
@@ -195,6 +196,13 @@ def main() -> int:
             tally, seconds = fuzz(args, [xgb.port, km.port, many.port])
             time.sleep(0.5)  # let a worker that died at the very end be noticed
             return report(args, tally, seconds, watched)
+
+
+def _links_outside(models: Path, root: Path) -> None:
+    """A folder link and a file link that lead outside the models directory (fuzz_mme)."""
+    (models / "escape").symlink_to(root / "xgboost")
+    (models / "linked-out").mkdir()
+    (models / "linked-out" / "model_algo-1").symlink_to(root / "kmeans" / "model_algo-1")
 
 
 def _register(port: int) -> None:

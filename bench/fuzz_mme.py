@@ -1,8 +1,9 @@
 """Multi-model endpoint requests for fuzz.py (a server with SAGEMAKER_MULTI_MODEL=true and two
 models registered, ``xgboost`` and ``kmeans``): invocations through ``/models/<name>/invoke``
 or the target-model header, and the ``/models`` routes themselves with odd names, pages and
-registration documents. Only scratch names are ever registered or deleted, so both models
-stay served."""
+registration documents, urls that lead outside the models directory (``..``, absolute paths,
+links made by fuzz.py) among them. Only scratch names are ever registered or deleted, so both
+models stay served."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from fuzz_requests import Bodies, Fuzzed, invocation
 
 SERVED = ("xgboost", "kmeans")
 SCRATCH = ("scratch-a", "scratch-b")  # at most these two are ever registered by the fuzz
-NAMES = (*SERVED, *SCRATCH, "nope", "x/../xgboost", "%2e%2e", "é", "a" * 300, "")
-URLS = (*SERVED, "nope", "../..", "/etc", "", "xgboost/xgboost-model", "./kmeans")
+NAMES = (*SERVED, *SCRATCH, "nope", "x/../xgboost", "%2e%2e", "..", "x..y", "é", "a" * 1100, "")
+# escape (a folder link) and linked-out (a file link) lead outside the models directory
+URLS = (*SERVED, "nope", "../..", "/etc", "", "xgboost/xgboost-model", "./kmeans", "escape")
+URLS += ("linked-out", "kmeans/../xgboost", "../xgboost", "/proc/self")
 TARGET = b"X-Amzn-SageMaker-Target-Model"
 
 

@@ -13,34 +13,45 @@ from smserve.errors import InvalidInput
 OUTPUTS = "outputs"
 
 
-def requested_outputs(attributes: str | None) -> tuple[str, ...] | None:
+def requested_outputs(attributes: str | None, valid: tuple[str, ...]) -> tuple[str, ...] | None:
     """The keys ``outputs=`` names (lower-cased, distinct, in order), or None without one.
 
-    Raises InvalidInput when ``outputs`` is given twice or names an empty key."""
+    Raises InvalidInput, listing ``valid`` (the keys this model offers), when ``outputs`` is
+    given twice, is empty or malformed, or names a key not in ``valid``."""
     values = [value for name, value in _pairs(attributes or "") if name == OUTPUTS]
     if not values:
         return None
     if len(values) > 1:
-        raise InvalidInput("custom attributes name outputs more than once; name it once")
+        raise _refused("custom attributes name outputs more than once; name it once", valid)
     value = values[0]
     keys = [key.strip().lower() for key in (value or "").split(",")]
     if value is None or not all(keys):
         given = OUTPUTS if value is None else f"{OUTPUTS}={value}"
-        raise InvalidInput(
-            f"custom attribute {given!r} is malformed; write outputs=<key>,<key> (no empty key)"
+        raise _refused(
+            f"custom attribute '{_excerpt(given)}' is empty or malformed; write "
+            "outputs=<key>,<key> (no empty key)",
+            valid,
         )
+    check_outputs(keys, valid)
     return tuple(dict.fromkeys(keys))
 
 
-def check_outputs(keys: tuple[str, ...], valid: tuple[str, ...]) -> None:
+def check_outputs(keys: list[str] | tuple[str, ...], valid: tuple[str, ...]) -> None:
     """Raises InvalidInput naming ``keys`` that are not in ``valid``, and listing ``valid``."""
     unknown = [key for key in keys if key not in valid]
     if unknown:
-        offered = ", ".join(valid) if valid else "none (this model's outputs are fixed)"
-        raise InvalidInput(
-            f"custom attribute outputs names unknown outputs: {', '.join(unknown)}; "
-            f"valid outputs for this model: {offered}"
-        )
+        named = _excerpt(", ".join(dict.fromkeys(unknown)))
+        raise _refused(f"custom attribute outputs names unknown outputs: {named}", valid)
+
+
+def _refused(problem: str, valid: tuple[str, ...]) -> InvalidInput:
+    offered = ", ".join(valid) if valid else "none (this model's outputs are fixed)"
+    return InvalidInput(f"{problem}; valid outputs for this model: {offered}")
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    """What the client sent, cut short: error messages never echo a whole header."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def applied(keys: tuple[str, ...]) -> str:

@@ -18,9 +18,11 @@ counts as no limit. ``root`` is injectable, so tests build a fake ``/proc`` and 
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -183,3 +185,22 @@ def _physical_memory() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return 1 << 40  # unknown: no limit worth sizing by
+
+
+def return_freed_memory() -> None:
+    """Hand the memory the C allocator holds but no longer uses back to the kernel (glibc's
+    ``malloc_trim``); a no-op elsewhere. Loading a model frees far more than the model keeps
+    (XGBoost's JSON parser above all: ~10x the file, bench/model_memory.py), and glibc keeps
+    freed memory resident, where it counts against the container's limit like a model."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        function: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc (musl, macOS)
+        return None
+    return function

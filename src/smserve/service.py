@@ -16,7 +16,7 @@ from smserve.codecs import CodecRegistry
 from smserve.codecs.base import DecodeContext, Encoder
 from smserve.codecs.finite import check_finite
 from smserve.config import Settings
-from smserve.custom_attributes import check_outputs, requested_outputs
+from smserve.custom_attributes import requested_outputs
 from smserve.errors import ConfigError
 from smserve.media import canonical
 from smserve.overlap import PROCESS_OVERLAP, Overlap
@@ -87,10 +87,7 @@ class InferenceService:
 
     def requested(self, attributes: str | None) -> tuple[str, ...] | None:
         """The outputs ``attributes`` selects (None: the endpoint's); raises InvalidInput."""
-        keys = requested_outputs(attributes)
-        if keys is not None:
-            check_outputs(keys, self.output_keys)
-        return keys
+        return requested_outputs(attributes, self.output_keys)
 
     @property
     def output_keys(self) -> tuple[str, ...]:

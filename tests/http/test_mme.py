@@ -7,13 +7,17 @@ import shutil
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from smserve.config import Settings
+from smserve.algorithms import footprint
+from smserve.algorithms.ndarray import write_ndarray_file
+from smserve.config import MIB, Settings
 from smserve.http.app import create_app
 from smserve.repository import runtime
+from smserve.resources import Resources
 
 CSV_ROW = b"0,0,0,0\n"
 
@@ -111,16 +115,21 @@ def test_loaded_models_answer_the_tf_serving_api(client: FlaskClient) -> None:
     assert client.get("/v1/models/nope").status_code == 404
 
 
-def test_over_the_memory_budget_is_507(tmp_path: Path, models_dir: Path) -> None:
-    size = sum(f.stat().st_size for f in (models_dir / "alpha").rglob("*") if f.is_file())
+def test_a_load_past_the_memory_budget_is_507_and_loads_nothing(
+    tmp_path: Path, models_dir: Path
+) -> None:
+    cost = footprint.estimate(Settings(), models_dir / "alpha" / "model")
+    budget = cost.resident + cost.peak - 1  # room to load one model, not a second
     settings = Settings(
-        multi_model=True, models_dir=models_dir, runtime_dir=tmp_path, memory_budget_bytes=size
+        multi_model=True, models_dir=models_dir, runtime_dir=tmp_path, memory_budget_bytes=budget
     )
     client = worker(runtime.prepare(settings))
     assert load(client, "alpha") == 200
     refused = client.post("/models", json={"model_name": "beta", "url": "beta/model"})
     assert refused.status_code == 507
     assert "SMSERVE_MEMORY_BUDGET_MB" in refused.get_json()["error"]
+    assert [m["modelName"] for m in client.get("/models").get_json()["models"]] == ["alpha"]
+    assert invoke(client, "beta") == 404
     assert client.delete("/models/alpha").status_code == 200
     assert load(client, "beta") == 200
 
@@ -142,7 +151,8 @@ def test_pagination(client: FlaskClient) -> None:
         ({"model_name": "x", "url": "/etc"}, "outside the models directory"),
         ({"model_name": "x", "url": "../../etc"}, "outside the models directory"),
         ({"model_name": "x", "url": "missing/model"}, "does not exist"),
-        ({"model_name": "", "url": "alpha/model"}, "model_name"),
+        ({"model_name": "", "url": "alpha/model"}, "model name '' must be 1 to 1024 characters"),
+        ({"model_name": 7, "url": "alpha/model"}, "model_name must be a string"),
         ({"url": "alpha/model"}, "model_name"),
         ([1, 2], "JSON object"),
     ],
@@ -206,3 +216,26 @@ def test_a_hostile_registration_body_is_a_4xx(
     response = client.post("/models", data=body, content_type="application/json")
     assert response.status_code == status
     assert message in response.get_json()["message"]
+
+
+def test_the_default_budget_follows_the_container_memory_limit(tmp_path: Path) -> None:
+    # A 512 MiB, 1-CPU container (SMSERVE_MEMORY_BUDGET_MB unset): one worker, the budget's
+    # floor; 2 MB k-means models load until the next one's peak would not fit, then 507.
+    folder = tmp_path / "models" / "wide"
+    folder.mkdir(parents=True)
+    write_ndarray_file(folder / "model_algo-1", np.zeros((1000, 500), np.float32))
+    small = Resources(1.0, 512 * MIB, "cgroup v2 CPU quota", "cgroup v2 memory limit")
+    environ = {
+        "SAGEMAKER_MULTI_MODEL": "true",
+        "SMSERVE_MODELS_DIR": str(tmp_path / "models"),
+        "SMSERVE_RUNTIME_DIR": str(tmp_path / "run"),
+    }
+    settings = Settings.from_env(environ, small)
+    assert (settings.workers, settings.memory_budget_bytes) == (1, small.model_budget(1))
+    cost = footprint.estimate(settings, folder)
+    assert settings.memory_budget_bytes is not None
+    fits = (settings.memory_budget_bytes - cost.peak) // cost.resident + 1
+    assert fits >= 2
+    client = worker(settings)
+    statuses = [load(client, f"m{i}", "wide") for i in range(fits + 1)]
+    assert statuses == [200] * fits + [507]

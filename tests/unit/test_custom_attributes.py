@@ -58,6 +58,9 @@ class SelectableEcho:
         return Prediction({key: arrays[key] for key in outputs or self.default_outputs})
 
 
+VALID = ("score", "contributions", "a", "b")
+
+
 @pytest.mark.parametrize(
     ("attributes", "keys"),
     [
@@ -73,22 +76,35 @@ class SelectableEcho:
     ],
 )
 def test_requested_outputs(attributes: str | None, keys: tuple[str, ...] | None) -> None:
-    assert requested_outputs(attributes) == keys
+    assert requested_outputs(attributes, VALID) == keys
 
 
 @pytest.mark.parametrize(
     ("attributes", "message"),
     [
-        ("outputs=", "malformed"),
-        ("outputs", "malformed"),
+        ("outputs=", "'outputs=' is empty or malformed"),
+        ("outputs= ", "'outputs= ' is empty or malformed"),
+        ("outputs", "'outputs' is empty or malformed"),
         ("outputs=a,,b", "malformed"),
         ("outputs=a,", "malformed"),
         ("outputs=a;outputs=b", "more than once"),
+        ("outputs=a,zz", "unknown outputs: zz"),
     ],
 )
-def test_malformed_outputs_are_client_errors(attributes: str, message: str) -> None:
-    with pytest.raises(InvalidInput, match=message):
-        requested_outputs(attributes)
+def test_malformed_outputs_are_400s_listing_the_valid_keys(attributes: str, message: str) -> None:
+    # An empty or malformed outputs= is answered like an unknown key: with the valid ones.
+    with pytest.raises(InvalidInput, match=message) as raised:
+        requested_outputs(attributes, VALID)
+    assert raised.value.message.endswith(
+        "; valid outputs for this model: score, contributions, a, b"
+    )
+
+
+def test_a_long_attribute_is_quoted_as_an_excerpt() -> None:
+    with pytest.raises(InvalidInput) as raised:
+        requested_outputs("outputs=" + "x" * 10_000 + ",", VALID)
+    assert len(raised.value.message) < 300
+    assert "(10009 characters)" in raised.value.message
 
 
 def test_applied_names_the_outputs() -> None:
@@ -134,6 +150,8 @@ def test_a_model_with_fixed_outputs_refuses_outputs_but_ignores_other_attributes
     service = fake_service(algorithm)
     with pytest.raises(InvalidInput, match="fixed"):
         service.invoke(b"1,2\n", CSV, CSV, "outputs=score")
+    with pytest.raises(InvalidInput, match="malformed; .*none .this model's outputs are fixed"):
+        service.invoke(b"1,2\n", CSV, CSV, "outputs=")
     reply = service.invoke(b"1,2\n", CSV, CSV, "trace=1")
     assert reply is not None
     assert reply.outputs is None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -15,6 +16,7 @@ from types import ModuleType
 import numpy as np
 import numpy.typing as npt
 
+from smserve.algorithms.confinement import open_file, read_bytes
 from smserve.algorithms.model_files import candidate_files, check_not_empty
 from smserve.algorithms.ndarray import read_ndarray_file
 from smserve.errors import ModelLoadError
@@ -68,7 +70,8 @@ def _reader(path: Path) -> Callable[[Path], np.ndarray]:
 
 def _read_npy(path: Path) -> np.ndarray:
     try:
-        array = np.load(path, allow_pickle=False)
+        with open_file(path) as stream:
+            array = np.load(stream, allow_pickle=False)
     except (OSError, ValueError) as exc:
         truncated = _npy_truncated(path)
         what = "is truncated" if truncated else "is not a readable .npy array without pickle"
@@ -81,13 +84,14 @@ def _read_npy(path: Path) -> np.ndarray:
 def _npy_truncated(path: Path) -> bool:
     """Whether the .npy file ends before its header, or the data the header declares, does."""
     try:
-        with path.open("rb") as stream:
+        with open_file(path) as stream:
             major, _ = np.lib.format.read_magic(stream)
             read_header = {1: np.lib.format.read_array_header_1_0}.get(
                 major, np.lib.format.read_array_header_2_0
             )
             shape, _, dtype = read_header(stream)
-            return path.stat().st_size < stream.tell() + math.prod(shape) * dtype.itemsize
+            size = os.fstat(stream.fileno()).st_size
+            return size < stream.tell() + math.prod(shape) * dtype.itemsize
     except ValueError as exc:
         return "EOF" in str(exc)
     except OSError:
@@ -100,10 +104,11 @@ def _read_skops(path: Path) -> np.ndarray:
         from sklearn.cluster import KMeans, MiniBatchKMeans
     except ImportError as exc:
         raise ModelLoadError(f"{path}: loading .skops files needs smserve[skops]") from exc
-    untrusted = _untrusted_types(sio, path)
+    data = _read(path)
+    untrusted = _untrusted_types(sio, data, path)
     if untrusted:
         raise ModelLoadError(f"{path}: refusing untrusted types: {', '.join(untrusted)}")
-    model = _skops_load(sio, path)
+    model = _skops_load(sio, data, path)
     if not isinstance(model, (KMeans, MiniBatchKMeans)):
         raise ModelLoadError(f"{path}: holds a {type(model).__name__}, expected a KMeans")
     centers = getattr(model, "cluster_centers_", None)
@@ -112,18 +117,25 @@ def _read_skops(path: Path) -> np.ndarray:
     return centers
 
 
-def _untrusted_types(sio: ModuleType, path: Path) -> list[str]:
+def _read(path: Path) -> bytes:
+    try:
+        return read_bytes(path)
+    except OSError as exc:
+        raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+
+def _untrusted_types(sio: ModuleType, data: bytes, path: Path) -> list[str]:
     # Only the types skops trusts by default (scikit-learn estimators, numpy) may load; a
     # fitted KMeans needs nothing else, so any other type means the file is not a plain KMeans.
     try:
-        return list(sio.get_untrusted_types(file=path))
+        return list(sio.get_untrusted_types(data=data))
     except Exception as exc:  # skops raises assorted errors for non-skops files
         raise ModelLoadError(f"{path}: not a readable skops file: {exc}") from exc
 
 
-def _skops_load(sio: ModuleType, path: Path) -> object:
+def _skops_load(sio: ModuleType, data: bytes, path: Path) -> object:
     try:
-        return sio.load(path, trusted=None)
+        return sio.loads(data, trusted=None)
     except Exception as exc:
         raise ModelLoadError(f"{path}: cannot load the skops file: {exc}") from exc
 

@@ -1,5 +1,6 @@
-"""Reading a model archive (``model.tar.gz``): safe, bounded unpacking, and telling whether a
-directory already holds the files an archive unpacks to. Knows nothing about model formats.
+"""Reading a model archive (``model.tar.gz``): safe, bounded unpacking, and listing the files
+an archive holds at its top level (to tell whether a folder already holds what it unpacks to).
+Knows nothing about model formats. Archives are opened through ``confinement``.
 
 Bounds are checked from the tar headers while the members are listed, so an archive that would
 unpack past ``SMSERVE_MAX_MODEL_UNPACKED_MB`` or the free space of the destination is refused
@@ -10,9 +11,9 @@ from __future__ import annotations
 
 import shutil
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
+from smserve.algorithms.confinement import open_file
 from smserve.errors import ModelLoadError
 
 MIB = 1024 * 1024
@@ -30,7 +31,7 @@ def unpack_archive(archive: Path, destination: Path, max_bytes: int) -> Path:
     ``max_bytes`` or over the free space of ``destination``, or an unreadable archive.
     """
     try:
-        with tarfile.open(archive, "r:*") as tar:
+        with open_file(archive) as stream, tarfile.open(fileobj=stream, mode="r:*") as tar:
             members = _bounded_members(tar, max_bytes, destination)
             _extract(tar, destination, members)
     except (tarfile.TarError, OSError) as exc:
@@ -84,34 +85,23 @@ def _mib(size: int) -> str:
     return f"{size / MIB:.0f}" if size >= MIB else f"{size / MIB:.2f}"
 
 
-def holds_unpacked(archive: Path, names: set[str], directory: Path) -> bool:
-    """Whether ``names`` (files directly in ``directory``) are exactly the archive's top-level
-    files, each with the size its header declares: the folder the SageMaker SDK's local mode
-    mounts, where the archive was extracted next to itself. Stops at the first mismatch."""
-    seen: set[str] = set()
+def top_level_files(archive: Path) -> dict[str, int | None]:
+    """The files ``archive`` holds at its top level (what unpacking puts directly in the
+    destination, dot-files aside): name -> size, None for a link. Raises ModelLoadError for
+    an unreadable archive or an unsafe member."""
+    files: dict[str, int | None] = {}
     try:
-        for name, member in _top_level_files(archive):
-            if name not in names or not _same_size(member, directory / name):
-                return False
-            seen.add(name)
-    except (tarfile.TarError, OSError):
-        return False
+        with open_file(archive) as stream, tarfile.open(fileobj=stream, mode="r:*") as tar:
+            for member in tar:
+                check_member(member)
+                parts = [p for p in PurePosixPath(member.name).parts if p != "."]
+                if len(parts) == 1 and not member.isdir() and not parts[0].startswith("."):
+                    files[parts[0]] = member.size if member.isfile() else None
+    except (tarfile.TarError, OSError) as exc:
+        raise ModelLoadError(f"{archive}: cannot read: {exc}") from exc
     except _Refused as exc:
         raise ModelLoadError(f"{archive}: refusing to read: {exc}") from None
-    return seen == names
-
-
-def _top_level_files(archive: Path) -> Iterator[tuple[str, tarfile.TarInfo]]:
-    with tarfile.open(archive, "r:*") as tar:
-        for member in tar:
-            check_member(member)
-            parts = [p for p in PurePosixPath(member.name).parts if p != "."]
-            if len(parts) == 1 and not member.isdir() and not parts[0].startswith("."):
-                yield parts[0], member
-
-
-def _same_size(member: tarfile.TarInfo, path: Path) -> bool:
-    return not member.isfile() or (path.is_file() and path.stat().st_size == member.size)
+    return files
 
 
 def check_member(member: tarfile.TarInfo) -> None:

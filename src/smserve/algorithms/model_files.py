@@ -1,13 +1,22 @@
 """Finding model files in a model directory, opening a directory that holds a model archive,
 and the checks every model file gets before a loader parses it (readable, not empty, the pickle
-opt-in). Knows nothing about what the files contain beyond the pickle header.
+opt-in). Knows nothing about what the files contain beyond the pickle header. Every file is
+listed, sized and opened through ``confinement``.
 
-Rules: the candidates are the regular files directly in the directory whose names do not start
-with a dot and are not archives; sub-directories (``code/``) are ignored. A directory holding
-one ``*.tar.gz`` (or ``*.tgz``) and nothing else is served from the archive's contents,
-unpacked to a temporary directory (``SM_MODEL_DIR`` may be read-only). A directory holding the
-archive *and* exactly the files it unpacks to (what the SageMaker SDK's local mode mounts) is
-served as it is, the archive ignored; an archive next to any other files is refused.
+Rules (README, "Models"): the candidates are the regular files directly in the directory
+whose names do not start with a dot and are not archives (``*.tar.gz``, ``*.tgz``);
+sub-directories (``code/``) are ignored.
+
+* One archive and nothing else: served from the archive's contents, unpacked to a temporary
+  directory (``SM_MODEL_DIR`` may be read-only).
+* Archives next to files: served as the folder is, the archives ignored, when every archive
+  was extracted there (each file at its top level is in the folder, with the size it
+  declares) and every other file came from one of them. That is what the SageMaker SDK's
+  local mode mounts: ``Model(...).deploy`` extracts ``model.tar.gz`` next to itself, and
+  ``Estimator.deploy`` after a local ``fit`` leaves ``model.tar.gz`` and the training job's
+  ``output.tar.gz`` with what they unpack to.
+* Anything else (two archives alone, a file no archive holds, an archive whose files are
+  missing or differ) is refused, naming what does not match.
 """
 
 from __future__ import annotations
@@ -20,7 +29,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from smserve.algorithms.model_archive import holds_unpacked, unpack_archive
+from smserve.algorithms.confinement import (
+    confined,
+    file_size,
+    is_directory,
+    open_file,
+    read_bytes,
+    regular_files,
+)
+from smserve.algorithms.model_archive import top_level_files, unpack_archive
 from smserve.config import DEFAULT_MAX_MODEL_UNPACKED_MB, MIB
 from smserve.errors import ModelLoadError
 
@@ -37,7 +54,7 @@ def candidate_files(model_dir: Path) -> list[Path]:
 
 def _listing(model_dir: Path) -> list[Path]:
     try:
-        files = sorted(p for p in model_dir.iterdir() if p.is_file())
+        files = regular_files(model_dir)
     except OSError as exc:
         raise ModelLoadError(f"cannot list {model_dir}: {exc.strerror or exc}") from exc
     hidden = [p.name for p in files if p.name.startswith(".")]
@@ -59,7 +76,7 @@ def opened_model_dir(
     """Yield the directory that holds the model files (see the module doc): ``model_dir``
     itself, or a temporary directory under ``scratch_parent`` (the system's when None) with
     its archive unpacked, removed on exit or failure, so load everything inside."""
-    if not model_dir.is_dir():
+    if not is_directory(model_dir):
         raise ModelLoadError(f"model directory {model_dir} does not exist or is not a directory")
     archive = _archive_to_unpack(model_dir)
     if archive is None:
@@ -67,12 +84,14 @@ def opened_model_dir(
         return
     with tempfile.TemporaryDirectory(prefix="smserve-model-", dir=scratch_parent) as scratch:
         logger.info("unpacking %s", archive)
-        root = _model_root(unpack_archive(archive, Path(scratch), max_unpacked_bytes))
-        _refuse_nested_archive(root, archive)
-        try:
-            yield root
-        except ModelLoadError as exc:  # the temporary path alone would not tell the user much
-            raise ModelLoadError(f"{exc} (unpacked from {archive})") from exc
+        unpacked = unpack_archive(archive, Path(scratch), max_unpacked_bytes)
+        with confined(unpacked):  # the unpacked tree is read only beneath itself
+            root = _model_root(unpacked)
+            _refuse_nested_archive(root, archive)
+            try:
+                yield root
+            except ModelLoadError as exc:  # the temporary path alone would not tell much
+                raise ModelLoadError(f"{exc} (unpacked from {archive})") from exc
 
 
 def _archive_to_unpack(model_dir: Path) -> Path | None:
@@ -84,26 +103,50 @@ def _archive_to_unpack(model_dir: Path) -> Path | None:
     others = {p.name for p in files if not is_archive(p)}
     if len(archives) == 1 and not others:
         return archives[0]
-    if len(archives) == 1 and holds_unpacked(archives[0], others, model_dir):
+    mismatch = _mismatch(model_dir, archives, others) if others else "no files beside them"
+    if mismatch is None:
         logger.info(
-            "ignoring %s: %s already holds the files it unpacks to (%s), as the SageMaker "
+            "ignoring %s: %s already holds the files they unpack to (%s), as the SageMaker "
             "SDK's local mode leaves it; serving those",
-            archives[0].name,
+            ", ".join(p.name for p in archives),
             model_dir,
             ", ".join(sorted(others)),
         )
         return None
     names = ", ".join(p.name for p in files)
     raise ModelLoadError(
-        f"{model_dir} holds an archive and other files ({names}) that are not what the archive "
-        "unpacks to; keep either one model archive or the unpacked model files"
+        f"{model_dir} holds archives and other files ({names}) that are not what the archives "
+        f"unpack to ({mismatch}); keep either one model archive or the unpacked model files"
     )
+
+
+def _mismatch(model_dir: Path, archives: list[Path], others: set[str]) -> str | None:
+    """None when the folder's other files are exactly what ``archives`` hold at their top
+    level, each with the declared size; else what differs (unrelated files first)."""
+    held = {archive: top_level_files(archive) for archive in archives}
+    stray = sorted(others.difference(*held.values()))
+    if stray:
+        return f"no archive holds {', '.join(stray)}"
+    for archive, files in held.items():
+        for name, size in files.items():
+            if name not in others:
+                return f"{archive.name} holds {name}, which is not in the folder"
+            if size is not None and _size(model_dir / name) != size:
+                return f"{name} is not the {size}-byte file {archive.name} holds"
+    return None
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return file_size(path)
+    except OSError:
+        return None
 
 
 def _model_root(unpacked: Path) -> Path:
     """The unpacked tree, or its single top-level directory when the archive wrapped one."""
     entries = [p for p in unpacked.iterdir() if not p.name.startswith(".")]
-    if len(entries) == 1 and entries[0].is_dir():
+    if len(entries) == 1 and is_directory(entries[0]):
         return entries[0]
     return unpacked
 
@@ -121,7 +164,7 @@ def read_model_file(path: Path) -> bytes:
     """The bytes of the model file ``path``; ModelLoadError naming it when it cannot be read
     or is empty."""
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)
     except OSError as exc:
         raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     if not data:
@@ -132,7 +175,7 @@ def read_model_file(path: Path) -> bytes:
 def check_not_empty(path: Path) -> None:
     """Raise ModelLoadError naming ``path`` when it is a zero-byte (or unreadable) file."""
     try:
-        size = path.stat().st_size
+        size = file_size(path)
     except OSError as exc:
         raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     if size == 0:
@@ -147,7 +190,7 @@ _EMPTY = (
 
 def is_pickle(path: Path) -> bool:
     """Whether ``path`` starts like a pickle (protocol 2 or later)."""
-    with path.open("rb") as stream:
+    with open_file(path) as stream:
         return stream.read(1) == bytes([PICKLE_PROTO])
 
 
@@ -164,7 +207,7 @@ def unpickle(path: Path, allow_pickle: bool) -> Any:
         )
     logger.warning("unpickling %s (SMSERVE_ALLOW_PICKLE=true)", path)
     try:
-        with path.open("rb") as stream:
+        with open_file(path) as stream:
             return pickle.load(stream)  # noqa: S301 - explicit opt-in above
     except Exception as exc:  # unpickling can raise anything
         raise ModelLoadError(f"{path}: cannot unpickle: {exc}") from exc

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from smserve.algorithms.confinement import read_bytes
 from smserve.errors import ModelLoadError
 
 LIST_MAGIC = 0x112
@@ -78,7 +79,7 @@ def read_ndarray_file(path: Path | str) -> np.ndarray:
     """
     path = Path(path)
     try:
-        return _parse(path.read_bytes())
+        return _parse(read_bytes(path))
     except OSError as exc:
         raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except _Truncated:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import xgboost as xgb
 
+from smserve.algorithms.confinement import file_size
 from smserve.algorithms.model_files import is_pickle, read_model_file, unpickle
 from smserve.algorithms.ubjson import Truncated, UbjsonError, check_complete
 from smserve.algorithms.xgboost_approximate import LazyApproximation, spares_by_one_thread
@@ -232,6 +233,6 @@ def _single_threaded(member: Member, n_features: int | None) -> xgb.Booster | No
 
 def _file_size(path: Path) -> int:
     try:
-        return path.stat().st_size
+        return file_size(path)
     except OSError:  # gone since it was loaded: the size is unknown, so no copy
         return SINGLE_COPY_MAX_BYTES + 1

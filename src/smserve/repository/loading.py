@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from smserve.algorithms.base import Algorithm
+from smserve.algorithms.confinement import confined
 from smserve.algorithms.probe import output_specs
 from smserve.codecs import CodecRegistry, default_registry
 from smserve.config import Settings
+from smserve.resources import return_freed_memory
 from smserve.service import InferenceService
 from smserve.types import OutputSpec
 
@@ -58,9 +60,15 @@ class ModelLoader:
         settings = self.settings if platform is None else self.settings.replace(algorithm=platform)
         return load_algorithm(settings, path)
 
-    def load(self, name: str, version: int, path: Path, platform: str | None) -> ServedModel:
-        """Load the files in ``path``; raises ModelLoadError (or whatever the loader raises)."""
-        return self.wrap(name, version, self._load(path, platform), path)
+    def load(
+        self, name: str, version: int, path: Path, platform: str | None, within: Path | None = None
+    ) -> ServedModel:
+        """Load the files in ``path``, reading nothing outside ``within`` when it is given
+        (``algorithms.confinement``); raises ModelLoadError (or whatever the loader raises)."""
+        with confined(within):
+            algorithm = self._load(path, platform)
+        return_freed_memory()  # what parsing the files freed, so a worker keeps only models
+        return self.wrap(name, version, algorithm, path)
 
     def wrap(self, name: str, version: int, algorithm: Algorithm, path: Path) -> ServedModel:
         """Serve an already loaded ``algorithm``."""

@@ -15,20 +15,33 @@ directory (``mme_state``), the one source of truth:
 So a model loaded through one worker is served by every worker from the next request on,
 and after an unload no worker answers for it. Each worker holds its own copy of each model.
 
-Memory budget (SMSERVE_MEMORY_BUDGET_MB): a model's size is estimated as the bytes of its
-files (for a ``.tar.gz``, the uncompressed bytes of its members); a load that would take the
-sum over registered models past the budget is refused with 507, so the platform can unload
-something and retry. The budget is per worker: every worker holds every model.
+Model names (the ``/models/<name>`` routes, ``X-Amzn-SageMaker-Target-Model``, the TF Serving
+and V2 routes) are 1 to MAX_NAME_LENGTH characters, printable (no control, format or line
+characters), with no ``/`` or ``\\``, no ``..`` and not ``.``; any other name is a 400 naming
+the rule, wherever it is used.
+
+Containment: a model's ``url`` and every file its load lists, sizes or opens resolve, links
+followed, beneath SMSERVE_MODELS_DIR, checked at each open (``algorithms.confinement``); a
+path, ``..`` or link that leads outside is a 400 before anything outside is touched.
+
+Memory budget (SMSERVE_MEMORY_BUDGET_MB; by default derived from the container's memory
+limit, ``resources``): what a model costs a worker is estimated from its files before any is
+parsed (``algorithms.footprint``: what it holds once loaded, and at the peak of loading it).
+A load whose peak would not fit beside the models already registered is refused with 507 and
+nothing loaded, so the platform can unload something and retry; the registry records what
+the model holds once loaded. The budget is per worker: every worker holds every model.
 """
 
 from __future__ import annotations
 
 import logging
-import tarfile
 import threading
 import uuid
 from pathlib import Path
 
+from smserve.algorithms import footprint
+from smserve.algorithms.confinement import Outside, confined, resolve_directory
+from smserve.algorithms.footprint import Footprint
 from smserve.errors import (
     Conflict,
     InsufficientStorage,
@@ -41,10 +54,12 @@ from smserve.errors import (
 from smserve.repository.loading import ModelLoader, ServedModel
 from smserve.repository.mme_state import Entry, Signature, StateFile
 from smserve.repository.status import State, VersionStatus
-from smserve.repository.versions import SINGLE_VERSION, fingerprint
+from smserve.repository.versions import SINGLE_VERSION
 
 logger = logging.getLogger(__name__)
 MIB = 1024 * 1024
+MAX_NAME_LENGTH = 1024  # SageMaker's limit on a TargetModel
+_FORBIDDEN_IN_NAMES = ("/", "\\", "..")
 
 
 class MultiModelRegistry:
@@ -69,6 +84,7 @@ class MultiModelRegistry:
         return dict(self._entries)
 
     def entry(self, name: str) -> Entry:
+        check_name(name)
         entry = self.entries().get(name)
         if entry is None:
             raise ModelNotFound(name)
@@ -77,22 +93,24 @@ class MultiModelRegistry:
     def load(self, name: str, url: str) -> Entry:
         """Register and load ``name`` from ``url``; raises Conflict, InsufficientStorage or
         InvalidInput (a path outside SMSERVE_MODELS_DIR, or files that do not load)."""
+        check_name(name)
         path = self._resolve(url)
-        size = estimate_bytes(path)
+        cost = self._estimate(path)
         with self.state.locked():
             entries = self.state.read()
             if name in entries:
                 raise Conflict(f"Model {name} is already registered.")
-            self._check_budget(entries, name, size)
-            entry = Entry(name, url, str(path), size, uuid.uuid4().hex)
+            self._check_budget(entries, name, cost)
+            entry = Entry(name, url, str(path), cost.resident, uuid.uuid4().hex)
             served = self._load(entry)
             self.state.write({**entries, name: entry})
         with self._lock:
             self._loaded[name] = (entry.load_id, served)
-        logger.info("multi-model: loaded %s from %s (~%d MiB)", name, path, size // MIB)
+        logger.info("multi-model: loaded %s from %s (~%s MiB)", name, path, _mib(cost.resident))
         return entry
 
     def unload(self, name: str) -> None:
+        check_name(name)
         with self.state.locked():
             entries = self.state.read()
             if name not in entries:
@@ -140,28 +158,44 @@ class MultiModelRegistry:
 
     def _load(self, entry: Entry) -> ServedModel:
         try:
-            return self.loader.load(entry.name, SINGLE_VERSION, Path(entry.path), None)
+            return self.loader.load(
+                entry.name, SINGLE_VERSION, Path(entry.path), None, within=self.models_dir
+            )
         except ModelLoadError as exc:
             raise InvalidInput(f"Unable to load model {entry.name}: {exc}") from None
 
     def _resolve(self, url: str) -> Path:
-        root = self.models_dir.resolve()
-        path = (root / url).resolve()  # an absolute url replaces root
-        if not path.is_relative_to(root):
+        """The model folder ``url`` names (relative to SMSERVE_MODELS_DIR, or absolute
+        beneath it), resolved without touching anything outside it."""
+        try:
+            with confined(self.models_dir):
+                return resolve_directory(Path(url))
+        except Outside as exc:
             raise InvalidInput(
-                f"url {url!r} is outside the models directory {root} (SMSERVE_MODELS_DIR)"
-            )
-        if not path.exists():
-            raise InvalidInput(f"url {url!r}: {path} does not exist")
-        return path
+                f"url {url!r} leads outside the models directory {self.models_dir} "
+                f"(SMSERVE_MODELS_DIR): {exc}"
+            ) from None
+        except FileNotFoundError:
+            raise InvalidInput(f"url {url!r} does not exist in {self.models_dir}") from None
+        except OSError as exc:  # NotADirectoryError, permissions
+            raise InvalidInput(f"url {url!r} is not a readable model folder: {exc}") from None
 
-    def _check_budget(self, entries: dict[str, Entry], name: str, size: int) -> None:
+    def _estimate(self, path: Path) -> Footprint:
+        try:
+            with confined(self.models_dir):
+                return footprint.estimate(self.loader.settings, path)
+        except ModelLoadError as exc:
+            raise InvalidInput(f"Unable to load model from {path}: {exc}") from None
+
+    def _check_budget(self, entries: dict[str, Entry], name: str, cost: Footprint) -> None:
+        """507 unless loading the model (its peak) fits beside the models already loaded."""
         if self.budget_bytes is None:
             return
         used = sum(e.size_bytes for e in entries.values())
-        if used + size > self.budget_bytes:
+        if used + cost.peak > self.budget_bytes:
             raise InsufficientStorage(
-                f"Cannot load model {name} (~{_mib(size)} MiB): {_mib(used)} MiB of the "
+                f"Cannot load model {name} (~{_mib(cost.resident)} MiB loaded, "
+                f"~{_mib(cost.peak)} MiB while loading): {_mib(used)} MiB of the "
                 f"{_mib(self.budget_bytes)} MiB budget (SMSERVE_MEMORY_BUDGET_MB) is in use; "
                 "unload a model first"
             )
@@ -193,6 +227,7 @@ class MultiModelRegistry:
         return [VersionStatus(SINGLE_VERSION, State.AVAILABLE)]
 
     def _check(self, name: str, version: int | None, label: str | None) -> None:
+        check_name(name)
         if name not in self.entries():
             raise ModelNotFound(name, version)
         if label is not None:
@@ -201,23 +236,24 @@ class MultiModelRegistry:
             raise ModelNotFound(name, version, whole_model=False)
 
 
-def estimate_bytes(path: Path) -> int:
-    """Bytes the model's files take (a tar archive counts its members' uncompressed size)."""
-    files = [path] if path.is_file() else [path / name for name, _, _ in fingerprint(path)]
-    return sum(_uncompressed_bytes(file) for file in files)
+def check_name(name: str) -> None:
+    """Raise InvalidInput, naming the rule (see the module doc), for an unsafe model name."""
+    if not 0 < len(name) <= MAX_NAME_LENGTH:
+        broken = f"must be 1 to {MAX_NAME_LENGTH} characters long"
+    elif not name.isprintable():
+        broken = "may not contain control, format or line-break characters"
+    elif name == "." or any(part in name for part in _FORBIDDEN_IN_NAMES):
+        broken = "may not contain '/', '\\' or '..', nor be '.'"
+    else:
+        return
+    raise InvalidInput(
+        f"model name {_excerpt(name)} {broken}: a model name is 1 to {MAX_NAME_LENGTH} "
+        "printable characters without '/', '\\' or '..'"
+    )
 
 
-def _uncompressed_bytes(file: Path) -> int:
-    if file.name.endswith((".tar.gz", ".tgz", ".tar")):
-        try:
-            with tarfile.open(file) as archive:
-                return sum(member.size for member in archive.getmembers() if member.isfile())
-        except (tarfile.TarError, OSError):
-            pass
-    try:
-        return file.stat().st_size
-    except OSError:
-        return 0
+def _excerpt(name: str) -> str:
+    return repr(name) if len(name) <= 64 else f"{name[:60]!r}... ({len(name)} characters)"
 
 
 def _mib(size: int) -> str:

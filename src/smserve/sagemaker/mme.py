@@ -88,8 +88,8 @@ def _load_request(body: bytes) -> tuple[str, str]:
     if not isinstance(data, dict):
         raise InvalidInput('the body must be a JSON object: {"model_name": "...", "url": "..."}')
     name, url = data.get("model_name"), data.get("url")
-    if not isinstance(name, str) or not name.strip() or not name.isprintable():
-        raise InvalidInput("model_name must be a non-empty string of printable characters")
+    if not isinstance(name, str):
+        raise InvalidInput('model_name must be a string: {"model_name": "...", "url": "..."}')
     if not isinstance(url, str) or not url:
         raise InvalidInput("url must be the path of the model's directory")
     return name, url

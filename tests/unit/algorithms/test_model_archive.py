@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import io
 import logging
+import shutil
 import tarfile
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -63,7 +68,7 @@ def test_sdk_local_mode_folder_serves_the_unpacked_files(
         algorithm = load_algorithm(Settings(model_dir=model_dir, xgboost_device="cpu"))
     assert isinstance(algorithm, XGBoost if kind == "xgboost" else KMeans)
     assert "ignoring model.tar.gz" in caplog.text
-    assert "already holds the files it unpacks to" in caplog.text
+    assert "already holds the files they unpack to" in caplog.text
 
 
 def test_local_mode_folder_is_served_in_place(tmp_path: Path, kmeans_model_dir: Path) -> None:
@@ -73,11 +78,15 @@ def test_local_mode_folder_is_served_in_place(tmp_path: Path, kmeans_model_dir: 
 
 
 @pytest.mark.parametrize(
-    "change",
-    ["extra-file", "missing-file", "different-size"],
+    ("change", "reason"),
+    [
+        ("extra-file", "no archive holds notes.txt"),
+        ("missing-file", "model.tar.gz holds xgboost-model-1, which is not in the folder"),
+        ("different-size", "xgboost-model-1 is not the 2-byte file model.tar.gz holds"),
+    ],
 )
 def test_archive_next_to_files_it_does_not_unpack_to_is_refused(
-    tmp_path: Path, xgb_binary_dir: Path, change: str
+    tmp_path: Path, xgb_binary_dir: Path, change: str, reason: str
 ) -> None:
     (xgb_binary_dir / "xgboost-model-1").write_bytes(b"{}")
     model_dir = local_mode_dir(xgb_binary_dir, tmp_path / "model")
@@ -87,15 +96,77 @@ def test_archive_next_to_files_it_does_not_unpack_to_is_refused(
         (model_dir / "xgboost-model-1").unlink()
     else:
         (model_dir / "xgboost-model-1").write_bytes(b"{ }")
-    with pytest.raises(ModelLoadError, match="holds an archive and other files .* not what"):
+    with pytest.raises(ModelLoadError, match=f"holds archives and other files .*{reason}"):
         load_algorithm(Settings(model_dir=model_dir))
 
 
 def test_two_archives_are_refused(tmp_path: Path, kmeans_model_dir: Path) -> None:
     pack(kmeans_model_dir, tmp_path / "a.tar.gz")
     pack(kmeans_model_dir, tmp_path / "b.tar.gz")
-    with pytest.raises(ModelLoadError, match="holds an archive and other files"):
+    with pytest.raises(ModelLoadError, match="holds archives and other files .*no files beside"):
         load_algorithm(Settings(model_dir=tmp_path))
+
+
+def training_job_output(model_dir: Path, where: Path) -> Path:
+    """What a local ``Estimator.fit`` leaves, packed by the SDK's own function: model.tar.gz
+    (``/opt/ml/model``) and output.tar.gz (``/opt/ml/output``: ``data/`` with a file)."""
+    with quiet_sdk():
+        from sagemaker.utils import create_tar_file
+    output = where / "opt-ml-output"
+    (output / "data").mkdir(parents=True)
+    (output / "data" / "metrics.json").write_text("{}")
+    where.mkdir(exist_ok=True)
+    create_tar_file([str(p) for p in model_dir.iterdir()], str(where / "model.tar.gz"))
+    create_tar_file([str(p) for p in output.iterdir()], str(where / "output.tar.gz"))
+    shutil.rmtree(output)
+    return where
+
+
+def sdk_serving_folder(model_data: str, container_root: Path) -> Path:
+    """The folder ``estimator.deploy(instance_type="local")`` mounts as /opt/ml/model, made
+    by the SDK's own code from ``model_data`` (a file:// archive or folder)."""
+    with quiet_sdk():
+        from sagemaker.local.image import _SageMakerContainer
+
+        container = SimpleNamespace(
+            hosts=["algo-1"], container_root=str(container_root), sagemaker_session=None
+        )
+        prepare = _SageMakerContainer._prepare_serving_volumes
+        volumes = prepare(container, model_data)  # type: ignore[arg-type]
+    return Path(volumes[0].host_dir)
+
+
+@contextmanager
+def quiet_sdk() -> Iterator[None]:
+    """The SDK's notices (v2 deprecation, FutureWarnings) silenced for the duration."""
+    with warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
+        warnings.simplefilter("ignore")
+        patch.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+        yield
+
+
+@pytest.mark.parametrize("kind", ["xgboost", "kmeans"])
+@pytest.mark.parametrize("model_data", ["model.tar.gz", "the job's folder"])
+def test_the_sdk_train_then_deploy_folder_serves_the_model(
+    tmp_path: Path, xgb_binary_dir: Path, kmeans_model_dir: Path, kind: str, model_data: str
+) -> None:
+    source = xgb_binary_dir if kind == "xgboost" else kmeans_model_dir
+    job = training_job_output(source, tmp_path / "job")
+    url = (job / "model.tar.gz").as_uri() if model_data == "model.tar.gz" else job.as_uri()
+    folder = sdk_serving_folder(url, tmp_path / "container")
+    assert {"model.tar.gz", "output.tar.gz"} < {p.name for p in folder.iterdir()}
+    algorithm = load_algorithm(Settings(model_dir=folder, xgboost_device="cpu"))
+    assert isinstance(algorithm, XGBoost if kind == "xgboost" else KMeans)
+
+
+def test_training_output_with_unrelated_model_files_is_refused(
+    tmp_path: Path, xgb_binary_dir: Path
+) -> None:
+    job = training_job_output(xgb_binary_dir, tmp_path / "job")
+    folder = sdk_serving_folder(job.as_uri(), tmp_path / "container")
+    shutil.copy(folder / "xgboost-model", folder / "xgboost-model-7")
+    with pytest.raises(ModelLoadError, match=r"no archive holds xgboost-model-7\); keep either"):
+        load_algorithm(Settings(model_dir=folder))
 
 
 def test_archive_in_a_folder_is_unpacked_elsewhere(tmp_path: Path, kmeans_model_dir: Path) -> None:

@@ -95,7 +95,9 @@ def test_unpacked_archive_is_removed_after_loading(tmp_path: Path) -> None:
 def test_archive_next_to_unrelated_files_is_ambiguous(tmp_path: Path) -> None:
     make_tar(tmp_path / "model.tar.gz", [(entry("xgboost-model"), b"x")])
     (tmp_path / "xgboost-model-0").write_bytes(b"x")
-    with pytest.raises(ModelLoadError, match="holds an archive and other files"):
+    with pytest.raises(
+        ModelLoadError, match="holds archives and other files .*no archive holds xgboost-model-0"
+    ):
         load_algorithm(Settings(model_dir=tmp_path))
 
 

@@ -75,12 +75,12 @@ def test_configure_adds_the_single_threaded_copy_and_the_predictor(
 ) -> None:
     booster = xgb.Booster()
     booster.load_model(bytearray((xgb_binary_dir / "xgboost-model").read_bytes()))
-    member = configure(Member(xgb_binary_dir, booster, (0, 0)), "cpu", 2, 4)
+    member = configure(Member(xgb_binary_dir / "xgboost-model", booster, (0, 0)), "cpu", 2, 4)
     assert member.single is not None
     assert member.direct is not None
     assert member.booster_for(SMALL_BATCH_ROWS) is member.single
     assert member.booster_for(SMALL_BATCH_ROWS + 1) is member.booster
-    one = configure(Member(xgb_binary_dir, booster, (0, 0)), "cpu", 1, 4)
+    one = configure(Member(xgb_binary_dir / "xgboost-model", booster, (0, 0)), "cpu", 1, 4)
     assert one.single is None
     assert one.booster_for(1) is booster
 
@@ -90,12 +90,14 @@ def test_a_prediction_that_spares_a_cpu_takes_one_thread_of_a_share_of_two(
 ) -> None:
     booster = xgb.Booster()
     booster.load_model(bytearray((xgb_binary_dir / "xgboost-model").read_bytes()))
-    two = configure(Member(xgb_binary_dir, booster, (0, 0)), "cpu", 2, 4)
+    two = configure(Member(xgb_binary_dir / "xgboost-model", booster, (0, 0)), "cpu", 2, 4)
     assert two.spare is two.single is not None
     assert two.booster_for(SMALL_BATCH_ROWS + 1, spare_cpu=True) is two.single
     assert two.booster_for(SMALL_BATCH_ROWS + 1, spare_cpu=False) is two.booster
     for nthread in (1, 4):  # none to spare; one fewer of four would take another copy
-        member = configure(Member(xgb_binary_dir, booster.copy(), (0, 0)), "cpu", nthread, 4)
+        member = configure(
+            Member(xgb_binary_dir / "xgboost-model", booster.copy(), (0, 0)), "cpu", nthread, 4
+        )
         assert member.spare is None
         assert member.booster_for(SMALL_BATCH_ROWS + 1, spare_cpu=True) is member.booster
 

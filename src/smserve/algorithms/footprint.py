@@ -1,0 +1,153 @@
+"""What a model will cost a worker's memory, estimated from its files before any is parsed,
+so that a multi-model load past the budget is refused (507) with nothing loaded, before the
+kernel's OOM killer would act.
+
+Two figures per model: ``resident``, what the worker holds while the model is loaded, and
+``peak``, the most it holds while loading it (parsing allocates far more than the model
+keeps; ``ModelLoader`` hands the difference back to the kernel after each load, see
+``resources.return_freed_memory``). Each is a calibrated rate per byte of the file that is
+parsed, by format, plus a fixed part per model, measured with ``bench/model_memory.py`` (the
+table and the method are in docs/multi-model.md):
+
+* XGBoost: the booster's trees cost about the same whatever the file's format, but JSON takes
+  more bytes per tree than UBJSON, and parsing JSON briefly needs about ten times the file.
+  With more than one XGBoost thread per worker, a booster of at most SINGLE_COPY_MAX_BYTES
+  is kept twice (``xgboost_model.configure``).
+* k-means: the centroids as float64 (twice a float32 file), read once whole; a worker's
+  first ``.skops`` model also imports scikit-learn.
+
+A file's format is told from its first bytes; files inside a model archive are read as the
+archive streams past (one pass, nothing written). Nothing here imports XGBoost.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from smserve.algorithms.centroids import SKOPS_SUFFIX, is_kmeans_artifact
+from smserve.algorithms.confinement import open_file, regular_files
+from smserve.algorithms.model_files import candidate_files, is_archive
+from smserve.config import Settings
+from smserve.errors import ModelLoadError
+
+MIB = 1 << 20
+SINGLE_COPY_MAX_BYTES = 128 * MIB  # a larger booster is never copied (xgboost_model)
+HEAD_BYTES = 16
+_JSON_START = re.compile(rb"\s*\{\s*[\"}]")
+
+
+@dataclass(frozen=True, slots=True)
+class Footprint:
+    """Bytes a loaded model holds (``resident``) and holds at most while loading (``peak``)."""
+
+    resident: int
+    peak: int
+
+    def __add__(self, other: Footprint) -> Footprint:
+        return Footprint(self.resident + other.resident, self.peak + other.peak)
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """Bytes held per byte of a model file, loaded and at the peak of loading."""
+
+    resident: float
+    peak: float
+
+    def of(self, size: int, copies: int = 1) -> Footprint:
+        resident = int(self.resident * size * copies)
+        return Footprint(resident, resident + int((self.peak - self.resident) * size))
+
+
+# Calibrated with bench/model_memory.py (docs/multi-model.md), rounded up.
+XGBOOST_JSON = Rate(resident=1.8, peak=14.0)
+XGBOOST_BINARY = Rate(resident=2.4, peak=5.0)  # UBJSON, an opted-in pickle, old binary
+KMEANS = Rate(resident=2.2, peak=4.5)
+PER_MODEL = Footprint(resident=1 * MIB, peak=2 * MIB)  # the service, its outputs, buffers
+# A worker's first .skops model imports scikit-learn and skops (measured: 157 MiB); the
+# worker estimating the load pays it when it has not imported them yet.
+SKOPS_LIBRARIES = Footprint(resident=160 * MIB, peak=160 * MIB)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFile:
+    name: str
+    size: int
+    head: bytes  # the first HEAD_BYTES bytes
+
+    @property
+    def is_json(self) -> bool:
+        return bool(_JSON_START.match(self.head))
+
+
+def estimate(settings: Settings, model_dir: Path) -> Footprint:
+    """The footprint of the model in ``model_dir`` (read through ``confinement``); raises
+    ModelLoadError when its files cannot be listed or read."""
+    files = model_files(model_dir)
+    kmeans = settings.algorithm == "kmeans" or (
+        settings.algorithm is None and any(is_kmeans_artifact(Path(f.name)) for f in files)
+    )
+    cost = _kmeans(files) if kmeans else _xgboost(files, settings)
+    return PER_MODEL + cost
+
+
+def _xgboost(files: list[ModelFile], settings: Settings) -> Footprint:
+    threads = max(1, settings.cpu_count // settings.workers)  # xgboost_model.threads_per_worker
+    total = Footprint(0, 0)
+    for file in files if settings.ensemble else files[:1]:
+        copies = 2 if threads > 1 and file.size <= SINGLE_COPY_MAX_BYTES else 1
+        rate = XGBOOST_JSON if file.is_json else XGBOOST_BINARY
+        total += rate.of(file.size, copies)
+    return total
+
+
+def _kmeans(files: list[ModelFile]) -> Footprint:
+    artifacts = [Path(f.name) for f in files if is_kmeans_artifact(Path(f.name))]
+    cost = KMEANS.of(max((f.size for f in files if Path(f.name) in artifacts), default=0))
+    skops = any(p.suffix.lower() == SKOPS_SUFFIX for p in artifacts)
+    return cost + SKOPS_LIBRARIES if skops and "sklearn" not in sys.modules else cost
+
+
+def model_files(model_dir: Path) -> list[ModelFile]:
+    """The files a load of ``model_dir`` parses: its candidates, or, for a folder holding one
+    archive alone, the archive's regular members (sorted by name)."""
+    candidates = candidate_files(model_dir)
+    if candidates:
+        return [_described(path) for path in candidates]
+    archives = [p for p in _all_files(model_dir) if is_archive(p)]
+    return _archive_members(archives[0]) if len(archives) == 1 else []
+
+
+def _all_files(model_dir: Path) -> list[Path]:
+    try:
+        return regular_files(model_dir)
+    except OSError as exc:
+        raise ModelLoadError(f"cannot list {model_dir}: {exc}") from exc
+
+
+def _described(path: Path) -> ModelFile:
+    try:
+        with open_file(path) as stream:
+            head = stream.read(HEAD_BYTES)
+            size = stream.seek(0, 2)
+    except OSError as exc:
+        raise ModelLoadError(f"{path}: cannot read: {exc}") from exc
+    return ModelFile(path.name, size, head)
+
+
+def _archive_members(archive: Path) -> list[ModelFile]:
+    files = []
+    try:
+        with open_file(archive) as stream, tarfile.open(fileobj=stream, mode="r:*") as tar:
+            for member in tar:
+                name = PurePosixPath(member.name).name
+                if member.isfile() and not name.startswith(".") and not is_archive(Path(name)):
+                    head = tar.extractfile(member).read(HEAD_BYTES)  # type: ignore[union-attr]
+                    files.append(ModelFile(name, member.size, head))
+    except (tarfile.TarError, OSError) as exc:
+        raise ModelLoadError(f"{archive}: cannot read: {exc}") from exc
+    return sorted(files, key=lambda f: f.name)
