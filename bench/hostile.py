@@ -222,14 +222,25 @@ def _line(row: Row) -> str:
 def _report(rows: list[Row], args: argparse.Namespace) -> None:
     print(f"hostile: {len(rows)} cases, {sum(not r.misses for r in rows)} met every target")
     if args.markdown:
-        print("\n| case | status | time | worker RSS growth | nginx RSS growth | result |")
-        print("|---|---|---|---|---|---|")
+        print(MARKDOWN_HEAD)
         for r in rows:
-            result = "ok" if not r.misses else ", ".join(r.misses)
-            print(f"| {r.case} | {r.status} | {r.seconds * 1000:.0f} ms | {r.worker_mb:+.1f} MB "
-                  f"| {r.nginx_mb:+.1f} MB | {result} |")  # fmt: skip
+            print(markdown_row(r))
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=1))
+
+
+MARKDOWN_HEAD = (
+    "\n| case | status | time | worker RSS growth | nginx RSS growth | healthy after | result |"
+    "\n|---|---|---|---|---|---|---|"
+)
+
+
+def markdown_row(r: Row) -> str:
+    result = "ok" if not r.misses else ", ".join(r.misses)
+    return (
+        f"| {r.case} | {r.status} | {r.seconds * 1000:.0f} ms | {r.worker_mb:+.1f} MB "
+        f"| {r.nginx_mb:+.1f} MB | {'yes' if r.healthy else 'no'} | {result} |"
+    )
 
 
 def _arguments() -> argparse.Namespace:

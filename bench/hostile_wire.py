@@ -77,7 +77,8 @@ def read_answer(reader: object) -> Answer | None:
     while (line := readline(65536)) not in (b"\r\n", b"\n", b""):
         name, _, value = line.decode("latin-1").partition(":")
         headers[name.strip().lower()] = value.strip()
-    return Answer(status, headers, _body(reader, headers))
+    bodiless = status in (204, 304) or status < 200  # RFC 9112 6.3: no body, whatever follows
+    return Answer(status, headers, b"" if bodiless else _body(reader, headers))
 
 
 def _body(reader: object, headers: dict[str, str]) -> bytes:
