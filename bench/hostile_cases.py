@@ -10,6 +10,7 @@ right answer; ``sample`` marks the cases CI runs."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 import zlib
@@ -212,8 +213,9 @@ def slow_readers(clients: int = 64, rows: int = 20_000) -> Callable[[int], Outco
     )
 
     def run(port: int) -> Outcome:
+        before = _kmeans_answers(port)[0]
         held = [_stalled(port, data) for _ in range(clients)]
-        time.sleep(8)  # the answers are made and wait in buffers
+        _until_answered(port, before + clients)  # the answers are made and wait in nginx
         try:
             return send(port, request("POST", "/models/xgboost/invoke", ROW.encode(),
                                       {"Content-Type": "text/csv"}))  # fmt: skip
@@ -222,6 +224,30 @@ def slow_readers(clients: int = 64, rows: int = 20_000) -> Callable[[int], Outco
                 sock.close()
 
     return run
+
+
+_ANSWERED = re.compile(
+    rb'^smserve_requests_total\{[^}]*model="kmeans"[^}]*status="200"\} (\d+)$', re.M
+)
+
+
+def _kmeans_answers(port: int) -> tuple[int, bool]:
+    """(k-means answers given so far, whether the workers hold no request) from the metrics."""
+    found = exchange(port, request("GET", "/metrics"))
+    page = found[0].body if found else b""
+    return sum(int(n) for n in _ANSWERED.findall(page)), b"\nsmserve_requests_in_flight 0\n" in page
+
+
+def _until_answered(port: int, count: int, timeout_s: float = 120.0) -> None:
+    """Until ``count`` k-means answers are made and the workers hold nothing, at most
+    ``timeout_s``: computing the held answers is queued work; what is timed after it is
+    whether answers nobody reads still hold a worker."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        answered, idle = _kmeans_answers(port)
+        if answered >= count and idle:
+            return
+        time.sleep(0.25)
 
 
 def idle_flood(connections: int = 1000) -> Callable[[int], Outcome]:
