@@ -33,7 +33,7 @@ import xgboost as xgb
 sys.path.insert(0, str(Path(__file__).parent))
 from harness import free_port  # noqa: E402
 
-LIMITS = ("--cpus", "1", "--memory", "1g")
+LIMITS = ("--cpus", "1")  # and --memory (default 1g, serverless' smallest)
 FLOOR_SERVER = (
     "import http.server as s\n"
     "class H(s.BaseHTTPRequestHandler):\n"
@@ -41,7 +41,7 @@ FLOOR_SERVER = (
     "s.HTTPServer(('0.0.0.0', 8080), H).serve_forever()\n"
 )
 N_FEATURES = 20
-BATCH_TREES = 25
+BATCH_TREES = 100
 
 
 def build_model(target_mb: float, cache: Path) -> Path:
@@ -53,7 +53,17 @@ def build_model(target_mb: float, cache: Path) -> Path:
     rng = np.random.default_rng(0)
     x = rng.normal(size=(20_000, N_FEATURES)).astype(np.float32)
     data = xgb.DMatrix(x, label=rng.random(20_000) > 0.5)
-    params = {"objective": "binary:logistic", "max_depth": 10, "tree_method": "hist", "seed": 0}
+    # A small eta and no minimum child weight keep every tree full: with the defaults the
+    # model soon fits the noise, the hessians vanish, trees shrink to stumps and the JSON
+    # stops growing (the build then never reached its size).
+    params = {
+        "objective": "binary:logistic",
+        "max_depth": 10,
+        "eta": 0.01,
+        "min_child_weight": 0,
+        "tree_method": "hist",
+        "seed": 0,
+    }
     booster, raw = None, b""
     while len(raw) < target_mb * 1e6:
         booster = xgb.train(params, data, num_boost_round=BATCH_TREES, xgb_model=booster)
@@ -77,11 +87,24 @@ def in_process_load_s(archive: Path) -> float:
         return time.perf_counter() - started
 
 
-def first_ping_s(run_args: list[str], timeout_s: float = 180) -> tuple[float, dict[str, object]]:
+def first_ping_s(
+    run_args: list[str], memory: str, timeout_s: float = 180
+) -> tuple[float, dict[str, object]]:
     """Seconds from ``docker run -d`` to the first 200 on /ping, and the container's final
     state (OOMKilled, exit code); the container is removed after."""
     name, port = f"smserve-cold-{uuid.uuid4().hex[:8]}", free_port()
-    command = ["docker", "run", "-d", "--name", name, *LIMITS, "-p", f"127.0.0.1:{port}:8080"]
+    command = [
+        "docker",
+        "run",
+        "-d",
+        "--name",
+        name,
+        *LIMITS,
+        "--memory",
+        memory,
+        "-p",
+        f"127.0.0.1:{port}:8080",
+    ]
     started = time.perf_counter()
     subprocess.run([*command, *run_args], check=True, capture_output=True)
     try:
@@ -113,6 +136,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--image", default="smserve:test")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--memory", default="1g", help="the container's memory limit (serverless: 1g to 6g)"
+    )
     parser.add_argument("--model-mb", type=float, default=100)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/smserve-cold-start"))
     parser.add_argument("--build-only", action="store_true", help="train the model, then stop")
@@ -127,8 +153,8 @@ def main() -> None:
     floor = ["--entrypoint", "python", args.image, "-c", FLOOR_SERVER]
     ours, floors = [], []
     for run in range(args.runs):
-        floor_s, _ = first_ping_s(floor)
-        ours_s, state = first_ping_s(serve)
+        floor_s, _ = first_ping_s(floor, args.memory)
+        ours_s, state = first_ping_s(serve, args.memory)
         floors.append(floor_s)
         ours.append(ours_s)
         print(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,12 @@ def test_call_in_child_raises_the_childs_startup_error() -> None:
 def test_call_in_child_reports_a_child_that_died() -> None:
     with pytest.raises(StartupError, match=r"_dies failed \(exit status 5\)"):
         call_in_child(_dies, 5)
+
+
+def test_a_child_killed_by_sigkill_is_reported_as_out_of_memory() -> None:
+    with pytest.raises(StartupError, match=r"killed \(SIGKILL\), most likely .* out-of-memory"):
+        call_in_child(_killed)
+
+
+def _killed() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)  # what the out-of-memory killer does

@@ -27,6 +27,7 @@ import contextlib
 import ctypes
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Mapping, MutableMapping
 from multiprocessing.connection import Connection
 
@@ -115,9 +116,7 @@ def call_in_child(function: Callable[..., object], *args: object) -> None:
         failure = None
     child.join()
     if failure is None and child.exitcode != 0:
-        failure = StartupError(
-            f"{_name(function)} failed (exit status {child.exitcode}); see the log above"
-        )
+        failure = StartupError(f"{_name(function)} {_death(child.exitcode)}; see the log above")
     if failure is not None:
         raise failure
 
@@ -129,6 +128,16 @@ def _report(sender: Connection, function: Callable[..., object], args: tuple[obj
         sender.send(exc)
         return
     sender.send(None)
+
+
+def _death(exitcode: int | None) -> str:
+    """How a child ended, in words; a SIGKILL is almost always the out-of-memory killer."""
+    if exitcode == -signal.SIGKILL:
+        return (
+            "was killed (SIGKILL), most likely by the kernel's out-of-memory killer: loading "
+            "needs more memory than this container has (raise its memory limit)"
+        )
+    return f"failed (exit status {exitcode})"
 
 
 def _name(function: Callable[..., object]) -> str:
