@@ -127,33 +127,22 @@ def _by_status(ok: Mapping[int, JsonObject]) -> JsonObject:
 
 
 def path_parameter(name: str, schema: JsonObject, description: str) -> JsonObject:
-    return {
-        "name": name,
-        "in": "path",
-        "required": True,
-        "schema": schema,
-        "description": description,
-    }
+    return _parameter("path", name, schema, description, required=True)
 
 
 def header_parameter(name: str, schema: JsonObject, description: str) -> JsonObject:
-    return {
-        "name": name,
-        "in": "header",
-        "required": False,
-        "schema": schema,
-        "description": description,
-    }
+    return _parameter("header", name, schema, description)
 
 
 def query_parameter(name: str, schema: JsonObject, description: str) -> JsonObject:
-    return {
-        "name": name,
-        "in": "query",
-        "required": False,
-        "schema": schema,
-        "description": description,
-    }
+    return _parameter("query", name, schema, description)
+
+
+def _parameter(
+    where: str, name: str, schema: JsonObject, description: str, required: bool = False
+) -> JsonObject:
+    spec = {"name": name, "in": where, "required": required, "schema": schema}
+    return {**spec, "description": description}
 
 
 def text_page(operation_id: str, summary: str, media_type: str) -> JsonObject:

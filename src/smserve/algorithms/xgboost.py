@@ -41,6 +41,12 @@ from smserve.algorithms.xgboost_output import (
     available_keys,
     request_table,
 )
+from smserve.algorithms.xgboost_shapes import (
+    contribution_shape,
+    row_shape,
+    widened,
+    with_missing_column,
+)
 from smserve.config import Settings
 from smserve.errors import InvalidInput, ModelLoadError, PredictionError
 from smserve.types import Batch, Features, Prediction
@@ -162,7 +168,7 @@ class XGBoost:
     def _explained(self, features: Features, key: str, spare_cpu: bool) -> np.ndarray:
         """Contributions (``key`` in EXPLANATIONS), the members' mean for an ensemble."""
         if features.shape[0] == 0:
-            return np.zeros((0, *_contribution_shape(self.info, features)), dtype=np.float32)
+            return np.zeros((0, *contribution_shape(self.info, features)), dtype=np.float32)
         approximate = key == EXPLANATIONS[1]
         parts = [explain(m, features, approximate, self.nthread, spare_cpu) for m in self.members]
         if len(parts) == 1:
@@ -174,14 +180,14 @@ class XGBoost:
         if expected is None or got == expected:
             return features
         if got < expected and sp.issparse(features):
-            return _widened(features, expected)
+            return widened(features, expected)
         if got == expected - 1 and self.allow_one_fewer_feature:
-            return _with_missing_column(features)
+            return with_missing_column(features)
         raise InvalidInput(f"expected {expected} features, got {got}{_hint(expected, got)}")
 
     def _combined(self, features: Features, margin: bool, spare_cpu: bool) -> np.ndarray:
         if features.shape[0] == 0:  # XGBoost answers (0,) whatever the output's width
-            return np.zeros((0, *_row_shape(self.info, margin)), dtype=np.float32)
+            return np.zeros((0, *row_shape(self.info, margin)), dtype=np.float32)
         predictions = [_predict(m, features, margin, spare_cpu) for m in self.members]
         if len(predictions) == 1:
             return predictions[0]
@@ -229,20 +235,6 @@ def _with_fast_predictors(members: list[Member]) -> list[Member]:
     return slotted
 
 
-def _row_shape(info: ModelInfo, margin: bool) -> tuple[int, ...]:
-    if info.num_target > 1:
-        return (info.num_target,)
-    if info.objective == "multi:softprob" or (margin and info.is_multiclass):
-        return (info.num_class,)
-    return ()
-
-
-def _contribution_shape(info: ModelInfo, features: Features) -> tuple[int, ...]:
-    width = int(features.shape[1]) + 1  # the bias last
-    groups = info.num_target if info.num_target > 1 else info.num_class
-    return (groups, width) if groups > 1 else (width,)
-
-
 def majority_vote(labels: Sequence[np.ndarray], n_classes: int) -> np.ndarray:
     """Most common label per row across ensemble members, lowest label on ties, as float32.
 
@@ -253,18 +245,6 @@ def majority_vote(labels: Sequence[np.ndarray], n_classes: int) -> np.ndarray:
     for member_labels in labels:  # one vectorised step per member, not per row
         counts[rows, member_labels.astype(np.int64)] += 1
     return np.asarray(counts.argmax(axis=1), dtype=np.float32)
-
-
-def _widened(features: sp.csr_matrix, width: int) -> sp.csr_matrix:
-    # Same arrays, wider shape: absent entries are missing values to XGBoost.
-    parts = (features.data, features.indices, features.indptr)
-    return sp.csr_matrix(parts, shape=(features.shape[0], width), copy=False)
-
-
-def _with_missing_column(features: np.ndarray) -> np.ndarray:
-    widened = np.full((features.shape[0], features.shape[1] + 1), np.nan, dtype=np.float32)
-    widened[:, :-1] = features
-    return widened
 
 
 def _hint(expected: int, got: int) -> str:

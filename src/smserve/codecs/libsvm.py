@@ -14,6 +14,14 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from smserve.codecs.base import TEXT_PARAMETERS, UNNAMED, DecodeContext
+from smserve.codecs.libsvm_scan import (
+    SPACE,
+    classify,
+    first_colons,
+    line_of,
+    offsets,
+    token_bounds,
+)
 from smserve.codecs.text import decode_utf8, first_unparsable, load_numbers
 from smserve.config import LIBSVM_INDEX_BASES
 from smserve.errors import DecodeError, excerpt
@@ -22,7 +30,7 @@ from smserve.types import Batch, Locate
 
 IntArray = npt.NDArray[np.intp]
 
-_SPACE, _NEWLINE, _COLON, _ZERO = 32, 10, 58, 48
+_NEWLINE, _ZERO = 10, 48
 # Every ASCII control character separates tokens, like a space: a single compare finds them.
 _TO_SPACES = bytes.maketrans(bytes(range(33)) + b":", b" " * 34)
 _MAX_INDEX = 2**31 - 2  # the width must fit CSR's int32 column indices
@@ -108,13 +116,13 @@ class _Tokens:
     @classmethod
     def scan(cls, body: bytes) -> _Tokens:
         data = np.frombuffer(body, dtype=np.uint8)
-        starts, ends = _token_bounds(data)
+        starts, ends = token_bounds(data)
         if starts.size == 0:
             raise DecodeError("text/libsvm: the body is empty; send index:value pairs per line")
         newlines = np.flatnonzero(data == _NEWLINE)
-        lines = _line_of(starts, newlines)
-        colons, n_colons = _colons(data, starts, ends)
-        pairs_at, labels_at = _classify(body, data, starts, ends, lines, colons, n_colons)
+        lines = line_of(starts, newlines)
+        colons, n_colons = first_colons(data, starts, ends)
+        pairs_at, labels_at = classify(body, data, starts, ends, lines, colons, n_colons)
         n_lines = int(newlines.size) + 1
         return cls(body, data, starts, ends, lines, colons, pairs_at, labels_at, n_lines)
 
@@ -137,7 +145,7 @@ class _Tokens:
         values_only = np.frombuffer(bytearray(self.body.translate(_TO_SPACES)), dtype=np.uint8)
         others = np.ones(self.starts.size, dtype=bool)
         others[self.pairs_at] = False
-        values_only[_offsets(self.starts[others], self.ends[others])] = _SPACE
+        values_only[offsets(self.starts[others], self.ends[others])] = SPACE
         indices = self._take_indices(values_only)
         return indices, self._values(values_only.tobytes().decode("utf-8"))
 
@@ -152,7 +160,7 @@ class _Tokens:
             active = lengths > position
             at = starts + np.minimum(position, lengths - 1)  # a short index rereads its last
             digits = self.data[at] - np.uint8(_ZERO)  # wraps: non-digits become > 9
-            values_only[at] = _SPACE
+            values_only[at] = SPACE
             bad |= active & (digits > 9)
             indices = np.where(active, indices * 10 + digits, indices)
         bad |= indices > _MAX_INDEX
@@ -234,72 +242,3 @@ def _labels(tokens: _Tokens) -> npt.NDArray[np.float32]:
             f"text/libsvm: line {line}: the label {excerpt(texts[bad])!r} is not a number"
         )
     return load_numbers(" ".join(texts), " ", np.float32).reshape(-1)
-
-
-def _token_bounds(data: npt.NDArray[np.uint8]) -> tuple[IntArray, IntArray]:
-    """Start and end offsets of the runs of non-space bytes."""
-    spaces = np.ones(data.size + 2, dtype=bool)
-    np.less_equal(data, _SPACE, out=spaces[1:-1])
-    edges = np.flatnonzero(spaces[1:] != spaces[:-1])  # alternately a start and an end
-    return edges[0::2], edges[1::2]
-
-
-def _line_of(starts: IntArray, newlines: IntArray) -> IntArray:
-    """The 0-based line of each token: how many newlines come before its start."""
-    first_after = np.searchsorted(starts, newlines)  # the token each newline precedes
-    lines: IntArray = np.cumsum(np.bincount(first_after, minlength=starts.size + 1))[:-1]
-    return lines
-
-
-def _colons(
-    data: npt.NDArray[np.uint8], starts: IntArray, ends: IntArray
-) -> tuple[IntArray, IntArray]:
-    """Each token's first colon offset and its colon count, capped at 2."""
-    at = np.append(np.flatnonzero(data == _COLON), [data.size, data.size])  # sentinels
-    first = np.searchsorted(at, starts)
-    n_colons = (at[first] < ends).astype(np.intp) + (at[first + 1] < ends)
-    return at[first], n_colons
-
-
-def _classify(
-    body: bytes,
-    data: npt.NDArray[np.uint8],
-    starts: IntArray,
-    ends: IntArray,
-    lines: IntArray,
-    colons: IntArray,
-    n_colons: IntArray,
-) -> tuple[IntArray, IntArray]:
-    """Token numbers of the index:value pairs and of the labels; raises DecodeError on the
-    first bad token."""
-    first_in_line = np.ones(starts.size, dtype=bool)
-    first_in_line[1:] = lines[1:] != lines[:-1]
-    qid = (n_colons == 1) & (colons - starts == 3)
-    qid[qid] = _is_qid(data, starts[qid])
-    pair = (n_colons == 1) & ~qid
-    problems = [
-        ((n_colons == 0) & ~first_in_line, "only the first token of a line may lack ':'"),
-        (n_colons > 1, "expected one ':' between index and value"),
-        (pair & (colons == starts), "the index before ':' is missing"),
-        (pair & (colons == ends - 1), "the value after ':' is missing"),
-    ]
-    bad = [(int(np.argmax(mask)), text) for mask, text in problems if mask.any()]
-    if bad:
-        number, problem = min(bad)
-        token = body[starts[number] : ends[number]].decode("utf-8", "replace")
-        raise DecodeError(f"text/libsvm: line {lines[number] + 1}: {excerpt(token)!r}: {problem}")
-    return np.flatnonzero(pair), np.flatnonzero((n_colons == 0) & first_in_line)
-
-
-def _is_qid(data: npt.NDArray[np.uint8], starts: IntArray) -> npt.NDArray[np.bool_]:
-    """Whether the tokens at ``starts`` (which have a colon at offset 3) begin ``qid:``."""
-    q, i, d = (data[starts + offset] for offset in range(3))
-    return (q == ord("q")) & (i == ord("i")) & (d == ord("d"))  # type: ignore[no-any-return]
-
-
-def _offsets(starts: IntArray, ends: IntArray) -> IntArray:
-    """Every offset in the ranges ``[starts[i], ends[i])``, concatenated."""
-    lengths = ends - starts
-    shift = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-    offsets: IntArray = np.arange(int(lengths.sum())) + shift
-    return offsets
