@@ -7,6 +7,7 @@ import gc
 import os
 import signal
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -58,8 +59,9 @@ def test_at_debug_our_access_line_replaces_gunicorn_s() -> None:
 def test_the_master_counts_worker_exits(tmp_path: Path) -> None:
     hook = gunicorn_options(Settings(runtime_dir=tmp_path))["child_exit"]
     assert callable(hook)
-    hook(None, None)
-    hook(None, None)
+    master, worker = SimpleNamespace(LISTENERS=["socket"]), SimpleNamespace(pid=12345)
+    hook(master, worker)
+    hook(master, worker)
     assert '"worker_restarts": 2' in (tmp_path / "metrics" / "master.json").read_text()
     assert "child_exit" not in gunicorn_options(Settings())
 

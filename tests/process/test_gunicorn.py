@@ -157,26 +157,61 @@ def _read_response(raw: socket.socket) -> bytes:
     return head + b"\r\n\r\n" + body
 
 
+@pytest.mark.parametrize("frontend", ["nginx", "gunicorn"])
 @pytest.mark.parametrize(
     ("files", "named"),
     [({"xgboost-model": b"this is not a model"}, "xgboost-model"), ({}, "no model files")],
     ids=["corrupt-file", "empty-dir"],
 )
 def test_bad_model_exits_2_naming_the_problem(
-    tmp_path: Path, files: dict[str, bytes], named: str
+    tmp_path: Path, files: dict[str, bytes], named: str, frontend: str
 ) -> None:
     for name, content in files.items():
         (tmp_path / name).write_bytes(content)
-    result = run_cli(["serve"], server_env(free_port(), {"SM_MODEL_DIR": str(tmp_path)}))
+    env = {"SM_MODEL_DIR": str(tmp_path), "SMSERVE_FRONTEND": frontend}
+    result = run_cli(["serve"], server_env(free_port(), env))
     assert result.returncode == 2, result.stderr
-    assert "smserve: cannot load model:" in result.stderr
-    assert named in result.stderr
-    assert "Booting worker" not in result.stderr  # gunicorn never started
+    assert result.stderr.count("smserve: cannot load model:") == 1
+    assert named in result.stderr.split("smserve: cannot load model:")[1]
+    # The model is loaded by the worker only (never a second time by a start-up check), and
+    # the worker that failed is not replaced by another that would fail the same way.
+    assert result.stderr.count("Booting worker") == 1, result.stderr
+
+
+@pytest.mark.parametrize("frontend", ["nginx", "gunicorn"])
+def test_a_worker_killed_while_loading_ends_the_server_naming_the_oom_killer(
+    frontend: str,
+) -> None:
+    # What the kernel's out-of-memory killer does to a worker loading a model too big for its
+    # container: SIGKILL, no word. gunicorn alone would fork another worker to die the same way.
+    port = free_port()
+    code = (
+        "import os, signal, sys\n"
+        "from smserve.config import Settings\n"
+        "from smserve.errors import StartupError\n"
+        "from smserve.http.server import run\n"
+        "def killed(): os.kill(os.getpid(), signal.SIGKILL)\n"
+        "try:\n"
+        f"    sys.exit(run(Settings(port={port}, workers=1, graceful_timeout_s=1), killed))\n"
+        "except StartupError as exc:\n"
+        "    sys.exit(f'failed to start: {exc}')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=server_env(port, {"SMSERVE_FRONTEND": frontend}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "failed to start: a worker died while loading the model" in result.stderr
+    assert "out-of-memory killer" in result.stderr
+    assert result.stderr.count("Booting worker") == 1, result.stderr
 
 
 def test_worker_that_cannot_boot_halts_the_server(tmp_path: Path) -> None:
-    # The master's model check passed, then a worker's load failed: gunicorn must stop with
-    # its boot-error status instead of respawning the worker forever.
+    # A worker's app factory failed with an error that is not a StartupError: gunicorn must
+    # stop with its boot-error status instead of respawning the worker forever.
     port = free_port()
     code = (
         "import sys\n"

@@ -48,21 +48,27 @@ KILL_MARGIN_S = 3
 _PR_SET_PDEATHSIG = 1
 
 
-def run_proxied(settings: Settings, serve_upstream: Callable[[str], int]) -> int:
+def run_proxied(
+    settings: Settings,
+    serve_upstream: Callable[[str], int],
+    start_failure: Callable[[], str | None] = lambda: None,
+) -> int:
     """Serve ``settings.port`` through nginx; ``serve_upstream(bind)`` runs gunicorn there.
+    ``start_failure()`` says why a worker failed to start, if one did (None: none did).
 
     ``settings.runtime_dir`` must be a prepared run directory. Returns the exit status;
     raises FrontEndError when the front end cannot work (after stopping what started).
     """
     layout, nginx, config = _prepared(settings)
-    group = Supervisor(settings.graceful_timeout_s)
+    group = Supervisor(settings.graceful_timeout_s, start_failure)
     group.install_signal_handlers()
     group.upstream = _fork(lambda: serve_upstream(f"unix:{layout.upstream_socket}"))
     sidecar = Sidecar(layout.sidecar_socket, settings.metrics_path, layout.run_dir / "metrics")
     if not group.wait_for_upstream(layout):
         return group.stop_after_failure("gunicorn")
     sockets = (layout.upstream_socket, layout.sidecar_socket)
-    group.check(lambda: preflight.check_reachable(sockets, worker_user(os.geteuid() == 0)))
+    if not group.check(lambda: preflight.check_reachable(sockets, worker_user(os.geteuid() == 0))):
+        return group.stop_after_failure("gunicorn")
     group.proxy = _fork(lambda: _exec_nginx(nginx, str(config)), own_group=True)
     sidecar.start(group.roles)
     return group.serve(settings.port, layout, sidecar)
@@ -87,6 +93,7 @@ class Supervisor:
     """The two children, and what happens when either ends or a stop signal arrives."""
 
     graceful_timeout_s: int
+    start_failure: Callable[[], str | None] = lambda: None
     upstream: int | None = None
     proxy: int | None = None
     stopping: bool = False  # a stop has begun (a signal, or a child's failure)
@@ -134,12 +141,17 @@ class Supervisor:
         self._begin_stop()
         return self.wait()
 
-    def check(self, preflight_check: Callable[[], None]) -> None:
-        """Run a check; when it raises FrontEndError, stop the children and raise it."""
+    def check(self, preflight_check: Callable[[], None]) -> bool:
+        """Run a check: True when it passes. When it raises FrontEndError, stop the children
+        and raise it; unless a worker failed to start (False): gunicorn, halting, took its
+        socket with it, and the worker's failure is what to report."""
         try:
             preflight_check()
         except FrontEndError as exc:
+            if self.start_failure() is not None:
+                return False
             self.abort(exc)
+        return True
 
     def abort(self, error: FrontEndError) -> NoReturn:
         """Stop both children, then raise ``error``."""
@@ -162,7 +174,9 @@ class Supervisor:
         """Wait until nginx carries a request to a worker and back: None then; else the exit
         status to return (a child exited, or a stop came first). A 502 aborts."""
         status = probe.through_nginx(port, self._starting)
-        if status == HTTPStatus.BAD_GATEWAY:
+        if status == HTTPStatus.BAD_GATEWAY and self.start_failure() is not None:
+            status = None  # gunicorn closed its socket as it halted: a worker failed to start
+        elif status == HTTPStatus.BAD_GATEWAY:
             self.abort(
                 FrontEndError(
                     f"nginx answers 502 to a request for the workers although gunicorn's "

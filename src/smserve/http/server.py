@@ -7,9 +7,11 @@ gthread parks idle keep-alive connections in its selector and hands requests to 
 crosses a fork, and a worker only accepts connections once its model is loaded, so /ping is 200
 as soon as a worker answers.
 
-Start-up. ``run()`` first loads the model once, in a forked child of the master (see
-http/process.py), and raises its StartupError (the CLI prints it and exits 2), so a bad model
-never yields a server answering 500 forever. A worker that still fails to boot exits with
+Start-up. The model is loaded once, by each worker as it boots; never by the master (loading
+runs OpenMP code, after which the master could not fork: see http/process.py). A worker that
+cannot load it reports why and the master halts (``http.boot``); ``run()`` then raises that
+StartupError (the CLI prints it and exits 2), so a bad model never yields a server answering
+503 or respawning workers forever. A worker that fails to boot for any other reason exits with
 gunicorn's boot-error status, and the master halts with it (status 3).
 
 Shutdown. SIGTERM makes gunicorn stop accepting, let in-flight requests finish within
@@ -45,14 +47,14 @@ from gunicorn.app.base import BaseApplication
 from smserve import frontend
 from smserve.config import Settings
 from smserve.doors import Listener
+from smserve.errors import StartupError
 from smserve.frontend import nginx, preflight, supervisor
-from smserve.http import listeners
+from smserve.http import boot, listeners
 from smserve.http.accounting import AccessLog
 from smserve.http.app import create_app
 from smserve.http.draining import BodyDrain
-from smserve.http.process import call_in_child
 from smserve.metrics import count_worker_exit
-from smserve.repository import modes, runtime
+from smserve.repository import runtime
 
 WSGIApp = Callable[..., Any]
 AppFactory = Callable[[], WSGIApp]
@@ -100,17 +102,20 @@ def _common_options(settings: Settings) -> dict[str, object]:
 
 
 def _restart_counter(settings: Settings) -> dict[str, object]:
-    """gunicorn's ``child_exit`` hook, counting worker exits for the metrics (in the master)."""
-    if settings.runtime_dir is None:
+    """gunicorn's ``child_exit`` hook (in the master): counts worker exits for the metrics and
+    halts the server when a worker died loading the model (``boot.died_loading``)."""
+    run_dir = settings.runtime_dir
+    if run_dir is None:
         return {}
-    directory = settings.runtime_dir / "metrics"
 
-    def child_exit(arbiter: object, worker: object) -> None:
+    def child_exit(arbiter: Any, worker: Any) -> None:
         try:
-            directory.mkdir(exist_ok=True)
-            count_worker_exit(directory)
+            (run_dir / "metrics").mkdir(exist_ok=True)
+            count_worker_exit(run_dir / "metrics")
         except OSError:  # the run directory is going away: the server is stopping
-            pass
+            return
+        # gunicorn empties LISTENERS first when it stops: a worker killed then is no failure.
+        boot.died_loading(run_dir, worker.pid, stopping=not arbiter.LISTENERS)
 
     return {"child_exit": child_exit}
 
@@ -125,7 +130,7 @@ class ServingApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is 
         self._options = gunicorn_options(settings, bind)
         self._settings = settings
         self._payload_limit = settings.max_payload_bytes
-        self._factory = app_factory or (lambda: create_app(settings))
+        self._factory: AppFactory = app_factory or (lambda: create_app(settings))
         self._access_log = settings.log_level == "debug"
         self.listeners: tuple[Listener, ...] = ()  # this worker's, once loaded
         super().__init__()
@@ -135,7 +140,7 @@ class ServingApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is 
             self.cfg.set(name, value)
 
     def load(self) -> WSGIApp:
-        wsgi = self._factory()
+        wsgi = boot.load_reporting(self._factory, self._settings.runtime_dir)
         app = AccessLog(wsgi) if self._access_log else wsgi
         # Outermost: a body the app did not read is drained (or the connection closed) first.
         app = BodyDrain(app, self._payload_limit)
@@ -149,23 +154,29 @@ class ServingApplication(BaseApplication):  # type: ignore[misc]  # gunicorn is 
 
 
 def run(settings: Settings, app_factory: AppFactory | None = None) -> int:
-    """Validate the model, then serve until gunicorn stops; returns its exit status.
+    """Serve until gunicorn stops; returns its exit status.
 
-    Raises StartupError when the model cannot be loaded (ModelLoadError), a setting is
-    invalid (ConfigError) or the front end cannot start (FrontEndError).
+    Raises StartupError when the model cannot be loaded (ModelLoadError, or a worker killed
+    while loading it), a setting is invalid (ConfigError) or the front end cannot start
+    (FrontEndError).
     """
     # One run directory (multi-model registry, metrics) shared by every worker forked below.
     settings = runtime.prepare(settings)
-    if app_factory is None:
-        # In a child: loading runs OpenMP code, after which this master could not fork. The
-        # child only checks that the model loads: no fast predictor is built there.
-        call_in_child(check_model, settings.replace(fast_predictor="off"))
+    starter = os.getpid()
     chosen = frontend.choose(settings, nginx.find_nginx(settings))
     preflight.check_port(settings.port)  # before either binds it: a clear message, at once
     if chosen == frontend.GUNICORN:
-        return serve_gunicorn(settings, app_factory)
-    upstream = functools.partial(serve_gunicorn, settings, app_factory)
-    return supervisor.run_proxied(settings, upstream)
+        status = serve_gunicorn(settings, app_factory)
+    else:
+        upstream = functools.partial(serve_gunicorn, settings, app_factory)
+        recorded = functools.partial(boot.read_failure, settings.runtime_dir)
+        status = supervisor.run_proxied(settings, upstream, recorded)
+    if os.getpid() != starter:  # a worker ending: gunicorn alone forks them in this call
+        return status
+    failure = boot.read_failure(settings.runtime_dir) if status != 0 else None
+    if failure is not None:
+        raise StartupError(failure)
+    return status
 
 
 def serve_gunicorn(
@@ -178,11 +189,6 @@ def serve_gunicorn(
         # gunicorn ends its master (and each forked worker) with sys.exit(status).
         return _exit_status(stop.code)
     return 0
-
-
-def check_model(settings: Settings) -> None:
-    """Load the model and drop it; raises StartupError when it cannot be loaded."""
-    modes.check(settings)
 
 
 def _exit_status(code: object) -> int:

@@ -52,7 +52,7 @@ class LoadObserver(Protocol):
 
 
 class Unobserved:
-    """A LoadObserver that keeps nothing (tests, the start-up check)."""
+    """A LoadObserver that keeps nothing (where no metrics are kept)."""
 
     def model_loaded(self, seconds: float, succeeded: bool) -> None:
         return None

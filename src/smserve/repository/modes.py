@@ -81,12 +81,3 @@ def _model_dir(
     if service is None:
         return loader.load(DEFAULT_MODEL_NAME, 1, settings.model_dir, None)
     return serve(DEFAULT_MODEL_NAME, 1, service, settings.model_dir)
-
-
-def check(settings: Settings) -> None:
-    """Fail at start-up (StartupError) rather than serve nothing: the SageMaker model must load
-    and a TF Serving model list must be valid. Versions that fail later are END in status."""
-    if uses_model_dir(settings):
-        ModelLoader(settings).load(DEFAULT_MODEL_NAME, 1, settings.model_dir, None)
-    elif not settings.multi_model:
-        model_configs(settings)
