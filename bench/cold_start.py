@@ -113,14 +113,26 @@ def first_ping_s(
         while not _answers(port):
             if time.perf_counter() - started > timeout_s:
                 raise SystemExit(f"no 200 on /ping within {timeout_s} s: docker logs {name}")
+            if not _state(name)["Running"]:  # it gave up: how long it took to say so, and why
+                return time.perf_counter() - started, {**_state(name), "said": _last_line(name)}
             time.sleep(0.01)
-        took = time.perf_counter() - started
-        inspect = subprocess.run(
-            ["docker", "inspect", "-f", "{{json .State}}", name], check=True, capture_output=True
-        )
-        return took, json.loads(inspect.stdout)
+        return time.perf_counter() - started, _state(name)
     finally:
         subprocess.run(["docker", "rm", "-f", name], check=False, capture_output=True)
+
+
+def _state(name: str) -> dict[str, object]:
+    inspect = subprocess.run(
+        ["docker", "inspect", "-f", "{{json .State}}", name], check=True, capture_output=True
+    )
+    state: dict[str, object] = json.loads(inspect.stdout)
+    return state
+
+
+def _last_line(name: str) -> str:
+    logs = subprocess.run(["docker", "logs", name], capture_output=True, text=True, check=False)
+    lines = (logs.stdout + logs.stderr).strip().splitlines()
+    return lines[-1] if lines else ""
 
 
 def _answers(port: int) -> bool:
@@ -171,6 +183,8 @@ def main() -> None:
             f"run {run + 1}: floor {floor_s:.2f} s, smserve {ours_s:.2f} s "
             f"(OOMKilled={state['OOMKilled']}, running={state['Running']})"
         )
+        if not state["Running"]:
+            print(f"  no 200: the container exited {state['ExitCode']}: {state['said']}")
     load = statistics.median(in_process_load_s(archive) for _ in range(args.runs))
     median_ours, median_floor = statistics.median(ours), statistics.median(floors)
     print(f"in this process, unpack + load the booster (1 thread): median {load:.2f} s")
