@@ -30,7 +30,8 @@ EXAMPLES = 10
 SEED = 20261202
 DOCUMENT = "/openapi.json"
 METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
-RUN_TIMEOUT_S = 600  # the budget below plus schemathesis' start and the last requests, on a busy machine
+# the budget below plus schemathesis' start and its last requests, on a busy machine too
+RUN_TIMEOUT_S = 600
 
 
 def schemathesis(server: Server, budget_s: int, workdir: Path, *only: str) -> str:
