@@ -21,6 +21,7 @@ import numpy as np
 
 from smserve.budget import DEFAULT as DEFAULT_BUDGET
 from smserve.budget import MemoryBudget
+from smserve.compressed import inflate
 from smserve.doors import DoorReply, DoorRequest
 from smserve.errors import InvalidInput, ModelNotFound, ServingError, UnknownLabel, excerpt
 from smserve.failures import describe
@@ -28,7 +29,7 @@ from smserve.media import JSON
 from smserve.repository.loading import ServedModel
 from smserve.repository.modes import Models
 from smserve.tfserving import response, signatures
-from smserve.tfserving.encoding import inflate, is_gzip
+from smserve.tfserving.encoding import is_gzip
 from smserve.tfserving.examples import parse_examples, to_rows
 from smserve.tfserving.jsonparse import parse_document
 from smserve.tfserving.predict import decode_inputs, object_body, signature_name
@@ -95,7 +96,8 @@ class TFServingAPI:
 
     def _body(self, request: DoorRequest) -> bytes:
         if is_gzip(request.headers.get("Content-Encoding")) and request.body:
-            return inflate(request.body, *self.budget.inflation_limit(self.max_body_bytes))
+            limit, setting = self.budget.inflation_limit(self.max_body_bytes)
+            return inflate(request.body, "gzip", limit, setting)
         return request.body
 
     def _served(self, route: Route) -> tuple[ServedModel, Servable]:
