@@ -10,8 +10,9 @@ to a named location. An oversized header (nginx's internal 494) is answered 431.
 
 from __future__ import annotations
 
+from smserve import door_table
 from smserve.config import Settings
-from smserve.door_table import DOORS, default_envelope
+from smserve.door_table import default_envelope
 from smserve.doors import Envelope
 from smserve.errors import PayloadTooLarge
 from smserve.media import JSON
@@ -85,7 +86,7 @@ def envelope_prefix(envelope: Envelope) -> str:
 def envelopes() -> list[Envelope]:
     """Every envelope nginx answers in: the default door's, then each door's own (once)."""
     found = [default_envelope()]
-    for door in DOORS:
+    for door in door_table.DOORS:
         if door.nginx_locations and door.envelope is not None and door.envelope not in found:
             found.append(door.envelope)
     return found

@@ -39,8 +39,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from smserve import door_table
 from smserve.config import Settings
-from smserve.door_table import DOORS
 from smserve.errors import ConfigError
 from smserve.frontend import queue_bound
 from smserve.frontend.error_pages import (
@@ -192,7 +192,7 @@ def _door_locations(settings: Settings) -> list[list[str]]:
     """A proxied location for each of a door's ``nginx_locations``, with its error pages."""
     return [
         _proxy_location(settings, match, error_page_lines(settings, envelope_prefix(envelope)))
-        for door in DOORS
+        for door in door_table.DOORS
         if (envelope := door.envelope) is not None
         for match in door.nginx_locations
     ]

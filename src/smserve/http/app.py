@@ -17,11 +17,10 @@ import os
 from flask import Flask, Response
 
 import smserve
-from smserve import openapi
+from smserve import door_table, openapi
 from smserve.budget import MemoryBudget
 from smserve.codecs import CodecRegistry, default_registry
 from smserve.config import Settings
-from smserve.door_table import DOORS
 from smserve.doors import Setup
 from smserve.http import context, fastpath
 from smserve.http.doors import mount
@@ -64,7 +63,9 @@ def create_app(settings: Settings, service: InferenceService | None = None) -> F
 def open_doors(setup: Setup) -> tuple[context.OpenDoor, ...]:
     """Every door of the table with HTTP routes, opened over ``setup``'s models."""
     return tuple(
-        context.OpenDoor(spec, spec.open(setup)) for spec in DOORS if spec.open is not None
+        context.OpenDoor(spec, spec.open(setup))
+        for spec in door_table.DOORS
+        if spec.open is not None
     )
 
 
@@ -82,7 +83,7 @@ def _page(metrics: Metrics) -> Response:
 
 def _openapi_document(setup: Setup) -> bytes:
     """Every route this app answers, from the doors' descriptions of themselves."""
-    fragments = [spec.openapi(setup) for spec in DOORS if spec.openapi is not None]
+    fragments = [spec.openapi(setup) for spec in door_table.DOORS if spec.openapi is not None]
     own = openapi.text_page(
         "metrics", "The server's metrics (Prometheus text 0.0.4)", PROMETHEUS_TEXT
     )

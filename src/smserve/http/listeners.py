@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from smserve import door_table
 from smserve.config import Settings
-from smserve.door_table import DOORS
 from smserve.doors import Listener, Start
 from smserve.http import context
 
-STARTS: tuple[Start, ...] = tuple(door.listener for door in DOORS if door.listener is not None)
+
+def starts() -> tuple[Start, ...]:
+    """Every door's listener, in the table's order."""
+    return tuple(door.listener for door in door_table.DOORS if door.listener is not None)
 
 
 def start(settings: Settings, wsgi: Any) -> tuple[Listener, ...]:
@@ -28,5 +31,5 @@ def start(settings: Settings, wsgi: Any) -> tuple[Listener, ...]:
         return ()
     serving = extensions.get(context.DOORS_KEY)
     metrics = serving.metrics if isinstance(serving, context.Serving) else None
-    started = (begin(settings, models, metrics) for begin in STARTS)
+    started = (begin(settings, models, metrics) for begin in starts())
     return tuple(listener for listener in started if listener is not None)
