@@ -1,15 +1,30 @@
-"""What every front door speaks, with no HTTP in sight: a DoorRequest in, a DoorReply out.
+"""What every front door speaks, with no HTTP in sight: a DoorRequest in, a DoorReply out; and
+how a door describes itself (``DoorSpec``), so that nothing outside its package has to know it.
 
-A door (``smserve.sagemaker``, ``smserve.tfserving``, ``smserve.v2``) is a transport-free API
-over the model repository and the inference service; ``smserve.http`` turns HTTP requests into
-DoorRequests and DoorReplies into HTTP responses, the same way for every door, and counts each
-reply in the metrics."""
+A door is a transport-free API over the model repository and the inference service, in a
+package of its own that exports one ``DoorSpec``: its name, its routes (opened over the
+models), its error envelope, its fast routes, what nginx must know of it, its OpenAPI
+fragment and its own listener, if any. ``smserve.door_table`` lists the doors in order; the
+HTTP layer, the gunicorn worker and the nginx configuration derive everything from that table,
+so a new door is its own package plus one line there. ``smserve.http`` turns HTTP requests
+into DoorRequests and DoorReplies into HTTP responses, the same way for every door, and counts
+each reply in the metrics."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from smserve.budget import MemoryBudget
+    from smserve.codecs import CodecRegistry
+    from smserve.config import Settings
+    from smserve.metrics import Metrics
+    from smserve.openapi import Fragment
+    from smserve.repository.modes import Models
 
 EMPTY: Mapping[str, str] = {}
 
@@ -71,3 +86,107 @@ class Listener(Protocol):
     def wait_stopped(self, timeout_s: float) -> bool:
         """True once everything in flight has finished, within ``timeout_s``."""
         ...
+
+
+Handler = Callable[[DoorRequest], DoorReply]
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """How a door writes an error: a JSON object whose ``keys`` all hold the message. ``name``
+    tells envelopes apart where they are served as files or locations (nginx's error pages)."""
+
+    name: str
+    keys: tuple[str, ...]
+
+    def body(self, message: str) -> bytes:
+        return json.dumps(dict.fromkeys(self.keys, message)).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """``methods`` on ``rule`` (Flask's syntax), answered by ``handler``; ``name`` is the
+    route's name in the DoorRequest. ``counted``: the answer counts in the metrics and waits
+    for the models (a page about the server itself does neither)."""
+
+    methods: tuple[str, ...]
+    rule: str
+    name: str
+    handler: Handler
+    counted: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class FastRoute:
+    """A request answered in front of the web framework: ``method`` on a path equal to
+    ``path`` (a string) or fully matching it (a pattern), read whole when it has a body.
+    ``counted`` as for Route."""
+
+    method: str
+    path: str | re.Pattern[str]
+    name: str
+    handler: Handler
+    counted: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """Every path ``pattern`` fully matches, handed to ``handler``: a door that parses its own
+    routes, and answers unknown paths under it itself."""
+
+    pattern: re.Pattern[str]
+    handler: Handler
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """A door opened over the models: its ``door`` (for error replies), its routes, its
+    prefix and its fast routes."""
+
+    door: Door
+    routes: tuple[Route, ...] = ()
+    prefix: Prefix | None = None
+    fast: tuple[FastRoute, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """What a door is opened with: the settings, the models, each request's memory budget,
+    the codec registry (the media types ``/invocations`` speaks) and the metrics."""
+
+    settings: Settings
+    models: Models
+    budget: MemoryBudget
+    registry: CodecRegistry
+    metrics: Metrics
+
+
+Start = Callable[["Settings", "Models", "Metrics | None"], "Listener | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class DoorSpec:
+    """One door, as everything outside its package sees it.
+
+    * ``name``: its requests' label in the metrics;
+    * ``envelope``: its error body (None: not an HTTP door), also for the errors nginx and the
+      server answer themselves on its paths;
+    * ``open``: mounts it over the models (None: no HTTP routes);
+    * ``nginx_locations``: nginx ``location`` matches of its paths (empty: the default
+      location's);
+    * ``openapi``: its share of ``/openapi.json``;
+    * ``listener``: starts its own port in each worker;
+    * ``status_names``: the names its protocol gives HTTP statuses, where the metrics count
+      every door's requests in its names too;
+    * ``model_header``, ``request_id_header``: the request headers naming the model and the
+      caller's request id, for the access log."""
+
+    name: str
+    envelope: Envelope | None = None
+    open: Callable[[Setup], Mount] | None = None
+    nginx_locations: tuple[str, ...] = ()
+    openapi: Callable[[Setup], Fragment] | None = None
+    listener: Start | None = None
+    status_names: Callable[[int], str] | None = None
+    model_header: str | None = None
+    request_id_header: str | None = None

@@ -3,8 +3,11 @@
 Negotiation (Content-Type and Accept) is decided before any decode or predict, so a 415 or
 406 never costs a prediction, nor does a malformed or unknown ``outputs`` custom attribute (the
 request's output selection, see ``custom_attributes``). Every decoded batch passes
-``check_finite`` (no infinities). A large, wide answer written as text is predicted and
-written in overlapping row chunks (``overlap``); the body is the same.
+``check_finite`` (no infinities). A door that decodes its protocol's tensors itself (TF
+Serving, V2, gRPC) hands them to ``tensor_batch``, which checks them as a decoded body is
+checked (the model's width, no infinities), so that no door reaches a model with less.
+A large, wide answer written as text is predicted and written in overlapping row chunks
+(``overlap``); the body is the same.
 
 ``invoke`` times its three stages (four clock reads, well under a microsecond) and returns the
 seconds with the reply, for the metrics; an overlapped answer's encoding counts as predicting
@@ -12,8 +15,11 @@ seconds with the reply, for the metrics; an overlapped answer's encoding counts 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter
+
+import numpy as np
 
 from smserve.algorithms.base import Algorithm, SelectableOutputs
 from smserve.budget import MemoryBudget
@@ -22,10 +28,13 @@ from smserve.codecs.base import DecodeContext, Encoder
 from smserve.codecs.finite import check_finite
 from smserve.config import Settings
 from smserve.custom_attributes import requested_outputs
-from smserve.errors import ConfigError
+from smserve.errors import ConfigError, InvalidInput
 from smserve.media import canonical
 from smserve.overlap import PROCESS_OVERLAP, Overlap
 from smserve.types import Batch, Prediction
+
+# A door's words for a tensor of the wrong shape: (its shape, the model's width or None).
+ShapeWording = Callable[[tuple[int, ...], int | None], str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +102,18 @@ class InferenceService:
         stages = (decoded - started, predicted - decoded, perf_counter() - predicted)
         return Reply(body, encoder.media_type, self.applied(outputs), stages)
 
+    def tensor_batch(self, values: np.ndarray, name: str, wrong_shape: ShapeWording) -> Batch:
+        """Input tensor ``name`` as the model's batch: a float32, C-contiguous (n_rows,
+        n_features) matrix of finite values. Raises InvalidInput for another shape (worded
+        by the door: ``wrong_shape``) or an infinite value (NaN is a missing value)."""
+        width = self.algorithm.n_features
+        if values.ndim != 2 or (width is not None and values.shape[1] != width):
+            raise InvalidInput(wrong_shape(tuple(values.shape), width))
+        with np.errstate(over="ignore"):  # beyond float32's range -> inf, refused just below
+            matrix = np.ascontiguousarray(values, dtype=np.float32)
+        _check_finite(matrix, name)
+        return Batch(matrix)
+
     def answer(self, batch: Batch, outputs: tuple[str, ...] | None, encoder: Encoder) -> bytes:
         """The encoded prediction; ``outputs`` checked (``requested``), None: the endpoint's."""
         if not (encoder.chunked and self.wide(outputs)):
@@ -135,6 +156,17 @@ class InferenceService:
             assert outputs is None, "requested() checked the keys"
             return self.algorithm.predict(batch)
         return self.selectable.predict(batch, outputs, spare_cpu)
+
+
+def _check_finite(matrix: np.ndarray, name: str) -> None:
+    infinite = np.isinf(matrix)
+    if not infinite.any():
+        return
+    row, column = divmod(int(np.argmax(infinite)), matrix.shape[1])
+    raise InvalidInput(
+        f"input '{name}': row {row}, column {column} (0-based) is infinite or beyond "
+        "float32's range (about 3.4e38); features must be finite numbers"
+    )
 
 
 def _default_accept(settings: Settings, algorithm: Algorithm, registry: CodecRegistry) -> str:

@@ -235,7 +235,7 @@ def v2_app(request: pytest.FixtureRequest) -> Flask:
 def test_v2_infer_answers_match_flask(v2_app: Flask, kwargs: dict[str, Any]) -> None:
     wrapper = v2_app.wsgi_app
     assert isinstance(wrapper, fastpath.FastPath)
-    assert wrapper._target(kwargs["path"]) is not None  # the fast path answers it
+    assert wrapper._target("POST", kwargs["path"]) is not None  # the fast path answers it
     fast, flask = _both(v2_app, **kwargs)
     assert fast == flask
 

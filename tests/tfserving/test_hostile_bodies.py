@@ -33,8 +33,8 @@ def error(api: TFServingAPI, body: bytes, path: str = PREDICT, **headers: str) -
 @pytest.mark.parametrize(
     ("body", "status"),
     [
-        (f'{{"instances": [[{HUGE_INTEGER}, 1, 2]]}}', 200),
-        (f'{{"inputs": [[1, -{HUGE_INTEGER}, 2]]}}', 200),
+        (f'{{"instances": [[{HUGE_INTEGER}, 1, 2]]}}', 400),
+        (f'{{"inputs": [[1, -{HUGE_INTEGER}, 2]]}}', 400),
         (f'{{"instances": [[1, 2, 3]], "signature_name": {HUGE_INTEGER}}}', 400),
     ],
     ids=["instances", "inputs", "signature"],
@@ -43,10 +43,12 @@ def test_a_100000_digit_integer_is_a_number_not_a_500(
     api: TFServingAPI, body: str, status: int
 ) -> None:
     """rapidjson reads an integer past 64 bits as a double (an infinity here, which TF
-    Serving predicts on); Python's own parser refuses more than 4,300 digits with a
-    ValueError, which was a 500."""
+    Serving predicts on, and the service refuses for every door: a 400 naming the value);
+    Python's own parser refuses more than 4,300 digits with a ValueError, which was a 500."""
     reply = handle(api, "POST", PREDICT, body.encode())
     assert reply.status == status, reply.body
+    if "signature_name" not in body:
+        assert b"is infinite" in reply.body
 
 
 def test_a_huge_integer_in_an_example_is_a_400(api: TFServingAPI) -> None:

@@ -13,6 +13,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from smserve.config import Settings
+from smserve.http import context
 from smserve.http.app import create_app
 from smserve.service import InferenceService
 from tests.fakes import fake_service
@@ -217,4 +218,5 @@ def test_injected_service_is_the_one_v1_uses(settings: Settings) -> None:
     service: InferenceService = fake_service(algorithm, settings)  # type: ignore[arg-type]
     app = create_app(settings, service)
     app.test_client().post(PREDICT, data=b'{"instances": [[0, 0]]}')
-    assert app.extensions["smserve.tfserving"].models.resolve("model").service is service
+    doors = {door.spec.name: door.mount.door for door in context.serving_of(app).doors}
+    assert doors["tfserving"].models.resolve("model").service is service  # type: ignore[attr-defined]

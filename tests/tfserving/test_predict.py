@@ -45,12 +45,35 @@ def test_predict_accepts(api: TFServingAPI, body: str, expected: Any) -> None:
     assert post(api, body) == (200, expected)
 
 
-def test_nan_and_infinity_tokens_round_trip(api: TFServingAPI) -> None:
-    reply = handle(
-        api, "POST", PREDICT, b'{"instances": [[NaN, 1, 2], [Infinity, 1, 1], [-Inf, 0, 0]]}'
-    )
+def test_a_nan_token_round_trips(api: TFServingAPI) -> None:
+    reply = handle(api, "POST", PREDICT, b'{"instances": [[NaN, 1, 2], [1, 1, 1]]}')
     assert reply.status == 200
-    assert reply.body == b'{\n    "predictions": [NaN, Infinity, -Infinity\n    ]\n}'
+    assert reply.body == b'{\n    "predictions": [NaN, 3.0\n    ]\n}'
+
+
+INFINITE = [
+    ('{"instances": [[1, 2, 3], [Infinity, 1, 1]]}', "row 1, column 0"),
+    ('{"instances": [[1, -Inf, 3]]}', "row 0, column 1"),
+    ('{"inputs": [[1, 2, 1e39]]}', "row 0, column 2"),  # beyond float32's range
+]
+
+
+@pytest.mark.parametrize(("body", "where"), INFINITE, ids=[w for _, w in INFINITE])
+def test_an_infinite_input_is_refused_in_tf_servings_envelope(body: str, where: str) -> None:
+    """TF Serving predicts on infinities; the service refuses them for every door (XGBoost's
+    own DMatrix refuses them too), before the model is called. The answer keeps TF
+    Serving's envelope: ``{"error"}``, printed as its JSON writer prints it."""
+    source = FakeSource()
+    model = FakeXGBoost(n=3)
+    source.add("reg", 1, model)
+    calls = model.calls  # loading predicts once (a warm-up)
+    reply = handle(TFServingAPI(source, BODY_LIMIT), "POST", PREDICT, body.encode())
+    message = (
+        f"input 'inputs': {where} (0-based) is infinite or beyond float32's range "
+        "(about 3.4e38); features must be finite numbers"
+    )
+    assert (reply.status, reply.body) == (400, f'{{\n    "error": "{message}"\n}}'.encode())
+    assert model.calls == calls
 
 
 ERRORS = [

@@ -3,11 +3,20 @@ prediction, an empty body means nothing to do, and replies carry the encoder's m
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pytest
 
 from smserve.codecs import CodecRegistry
 from smserve.config import Settings
-from smserve.errors import ConfigError, DecodeError, NotAcceptable, UnsupportedMediaType
+from smserve.errors import (
+    ConfigError,
+    DecodeError,
+    InvalidInput,
+    NotAcceptable,
+    UnsupportedMediaType,
+)
 from smserve.media import CSV, JSON
 from smserve.service import InferenceService
 from tests.fakes import EchoAlgorithm, FakeCsvCodec, FakeJsonCodec, SlowAlgorithm
@@ -120,3 +129,33 @@ def test_a_reply_carries_the_seconds_of_each_stage(csv_codec: FakeCsvCodec) -> N
     assert 0 <= decode < predict
     assert 0 <= encode < predict
     assert reply == type(reply)(reply.body, reply.media_type, reply.outputs)  # not compared
+
+
+def _wording(shape: tuple[int, ...], width: int | None) -> str:
+    return f"shape {list(shape)} for width {width}"
+
+
+def test_tensor_batch_is_the_models_float32_matrix(service: InferenceService) -> None:
+    width = service.algorithm.n_features or 3
+    values = np.arange(2 * width, dtype=np.float64).reshape(2, width)
+    batch = service.tensor_batch(values, "x", _wording)
+    assert isinstance(batch.features, np.ndarray)
+    assert batch.features.dtype == np.float32
+    assert batch.features.flags.c_contiguous
+    np.testing.assert_array_equal(batch.features, values.astype(np.float32))
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (np.array([[1.0, np.inf, 0.0]]), "input 'x': row 0, column 1 (0-based) is infinite"),
+        (np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 1e39]]), "row 1, column 2 (0-based) is infinite"),
+        (np.zeros(3), "shape [3] for width"),
+    ],
+    ids=["infinity", "beyond float32", "one dimension"],
+)
+def test_tensor_batch_refuses_what_no_door_may_pass(
+    service: InferenceService, values: np.ndarray, message: str
+) -> None:
+    with pytest.raises(InvalidInput, match=re.escape(message)):
+        service.tensor_batch(values, "x", _wording)

@@ -2,22 +2,22 @@
 (status sent, message), and the nginx lines that serve them.
 
 Each status gets an ``error_page`` that redirects to an internal location returning the
-envelope: the SageMaker door's ``{"error", "message"}``, and under TF Serving's ``/v1/`` and
-V2's ``/v2`` those protocols' ``{"error"}``. Error pages are internal URIs, not named
+envelope of the door whose paths the request was for (``DoorSpec.nginx_locations``): the
+default door's (the first of ``smserve.door_table``) everywhere else, each other envelope
+under a prefix of its own (``envelope_prefix``). Error pages are internal URIs, not named
 locations: nginx cannot redirect a request whose request line it could not parse (no URI yet)
 to a named location. An oversized header (nginx's internal 494) is answered 431."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-
+from smserve import door_table
 from smserve.config import Settings
+from smserve.door_table import default_envelope
+from smserve.doors import Envelope
 from smserve.errors import PayloadTooLarge
 from smserve.media import JSON
 
 ERROR_PREFIX = "/_smserve/error/"
-PLAIN_ERROR_PREFIX = "/_smserve/error/plain/"  # {"error"} only: TF Serving's and V2's envelope
 HEADER_BUFFER = "8k"  # one request line or header line; four of them for all the headers
 RETRY_AFTER = "add_header Retry-After 1 always; "  # on nginx's own 503: the queue is full
 _UNQUOTABLE = ("'", "$", "\\")  # cannot appear in a single-quoted nginx string literally
@@ -75,18 +75,33 @@ def error_page_lines(settings: Settings, prefix: str) -> list[str]:
     return [f"error_page {code} ={sent} {prefix}{code};" for code, (sent, _) in _pages(settings)]
 
 
+def envelope_prefix(envelope: Envelope) -> str:
+    """Where ``envelope``'s pages live: the default door's at ERROR_PREFIX, each other
+    envelope in a folder named after it."""
+    if envelope == default_envelope():
+        return ERROR_PREFIX
+    return f"{ERROR_PREFIX}{envelope.name}/"
+
+
+def envelopes() -> list[Envelope]:
+    """Every envelope nginx answers in: the default door's, then each door's own (once)."""
+    found = [default_envelope()]
+    for door in door_table.DOORS:
+        if door.nginx_locations and door.envelope is not None and door.envelope not in found:
+            found.append(door.envelope)
+    return found
+
+
 def error_locations(settings: Settings) -> list[str]:
-    """The internal locations of both envelopes."""
-    return [
-        *_locations(settings, ERROR_PREFIX, _envelope),
-        *_locations(settings, PLAIN_ERROR_PREFIX, _plain_envelope),
-    ]
+    """The internal locations of every envelope."""
+    return [line for envelope in envelopes() for line in _locations(settings, envelope)]
 
 
-def _locations(settings: Settings, prefix: str, envelope: Callable[[str], str]) -> list[str]:
+def _locations(settings: Settings, envelope: Envelope) -> list[str]:
+    prefix = envelope_prefix(envelope)
     return [
         f"location = {prefix}{code} {{ internal; default_type {JSON}; "
-        f"{RETRY_AFTER if sent == 503 else ''}return {sent} '{envelope(message)}'; }}"
+        f"{RETRY_AFTER if sent == 503 else ''}return {sent} '{_page_body(envelope, message)}'; }}"
         for code, (sent, message) in _pages(settings)
     ]
 
@@ -95,14 +110,9 @@ def _pages(settings: Settings) -> list[tuple[int, tuple[int, str]]]:
     return sorted(error_pages(settings).items())
 
 
-def _envelope(message: str) -> str:
+def _page_body(envelope: Envelope, message: str) -> str:
     _check_quotable(message)
-    return json.dumps({"error": message, "message": message})
-
-
-def _plain_envelope(message: str) -> str:
-    _check_quotable(message)
-    return json.dumps({"error": message})
+    return envelope.body(message).decode()
 
 
 def _check_quotable(message: str) -> None:

@@ -21,7 +21,9 @@ What each part is for:
   holds neither a gunicorn worker nor more than that much of nginx's memory. A larger answer
   makes its worker wait for the client (at most SAGEMAKER_MODEL_SERVER_TIMEOUT between two
   writes).
-* Every answer nginx gives itself is a JSON envelope (``frontend.error_pages``).
+* Every answer nginx gives itself is a JSON envelope (``frontend.error_pages``): under a
+  door's own locations (``DoorSpec.nginx_locations``, from ``smserve.door_table``) that
+  door's envelope, elsewhere the default door's.
 * Paths are quoted, so a run directory may hold spaces.
 * The queue bound (``SMSERVE_MAX_QUEUED_REQUESTS``, ``frontend.queue_bound``): past one POST
   per request thread plus the bound, nginx answers 503 with ``Retry-After`` at once.
@@ -37,21 +39,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from smserve import door_table
 from smserve.config import Settings
 from smserve.errors import ConfigError
 from smserve.frontend import queue_bound
 from smserve.frontend.error_pages import (
     ERROR_PREFIX,
     HEADER_BUFFER,
-    PLAIN_ERROR_PREFIX,
+    envelope_prefix,
     error_locations,
     error_page_lines,
 )
 from smserve.media import JSON
 
 UPSTREAM_IDLE_S = 50  # nginx drops idle upstream connections after this; gunicorn keeps longer
-# The doors whose envelope is {"error"}: TF Serving matches /v1/ case-insensitively.
-PLAIN_ENVELOPE_LOCATIONS = ("~* ^/v1/", "/v2")
 BUFFER = 64 * 1024  # one response buffer
 SIDECAR_TIMEOUT_S = 10
 _NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
@@ -187,9 +188,18 @@ def _upstream(name: str, socket: Path, keepalive: int) -> list[str]:
     ]
 
 
+def _door_locations(settings: Settings) -> list[list[str]]:
+    """A proxied location for each of a door's ``nginx_locations``, with its error pages."""
+    return [
+        _proxy_location(settings, match, error_page_lines(settings, envelope_prefix(envelope)))
+        for door in door_table.DOORS
+        if (envelope := door.envelope) is not None
+        for match in door.nginx_locations
+    ]
+
+
 def _server(settings: Settings) -> list[str]:
-    plain = error_page_lines(settings, PLAIN_ERROR_PREFIX)
-    doors = [_proxy_location(settings, match, plain) for match in PLAIN_ENVELOPE_LOCATIONS]
+    doors = _door_locations(settings)
     sidecar = [_sidecar_location(path) for path in ("/ping", settings.metrics_path)]
     return [
         "server {",

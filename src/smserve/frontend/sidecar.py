@@ -7,7 +7,7 @@ already runs beside nginx and does nothing but wait for its children, so it answ
 paths at once, whatever the workers do:
 
 * ``/ping``: 200 (empty) once nginx has carried a request to a worker and back (the
-  supervisor's start-up probe), 503 in the SageMaker envelope before that;
+  supervisor's start-up probe), 503 in the default door's envelope before that;
 * the metrics page (SMSERVE_METRICS_PATH): ``metrics.page`` over every worker's counts file
   and the processes of the server (this one, nginx, the gunicorn master and its workers).
 
@@ -25,9 +25,9 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
+from smserve.door_table import default_envelope
 from smserve.media import JSON, PROMETHEUS_TEXT
 from smserve.metrics import page, store
-from smserve.sagemaker.envelope import error_body
 
 logger = logging.getLogger(__name__)
 
@@ -64,10 +64,10 @@ class Sidecar:
             files = store.read_all(self.metrics_dir)
             return 200, PROMETHEUS_TEXT, page.render(files, self.roles()).encode()
         if path != "/ping":
-            return 404, JSON, error_body("no such route")
+            return 404, JSON, default_envelope().body("no such route")
         if self.ready.is_set():
             return 200, None, b""
-        return 503, JSON, error_body(NOT_READY)
+        return 503, JSON, default_envelope().body(NOT_READY)
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -97,7 +97,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Allow", "GET, HEAD")
         else:
             self.send_response(code)
-        self._respond(None, JSON, error_body(text), close=True)
+        self._respond(None, JSON, default_envelope().body(text), close=True)
 
     def _respond(
         self,

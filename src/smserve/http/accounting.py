@@ -5,23 +5,26 @@ Counting happens on every request, so it is a handful of dictionary operations u
 its Content-Type only when the server reads that format, and a request for a model that does
 not exist (404) counts without the name it asked for.
 
+Requests a door counts under an API name (``DoorReply.verb``) are also counted in the names
+of the door whose description carries ``status_names`` (TF Serving's canonical codes).
+
 The debug line (``AccessLog``, installed only at debug level, so it costs nothing otherwise)
-names what a SageMaker operator looks for: the caller's ``X-Amzn-SageMaker-Inference-Id``
-(what Data Capture records), the model that answered, the status and the time taken."""
+names what an operator looks for: the caller's request id (the default door's
+``request_id_header``: what SageMaker's Data Capture records), the model that answered, the
+status and the time taken."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
+from smserve.door_table import DEFAULT, DOORS
 from smserve.doors import DoorReply, DoorRequest
 from smserve.media import READABLE, canonical
 from smserve.metrics import Answered, Metrics
-from smserve.sagemaker.api import INFERENCE_ID_HEADER, TARGET_HEADER
-from smserve.tfserving.status import canonical_code
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -32,6 +35,10 @@ MODEL_KEY = "smserve.model"  # the environ key where the answering model's name 
 OTHER_FORMAT = "other"
 _MAX_FORMATS = 256
 _formats: dict[str, str] = {}  # Content-Type header -> format label, for the common ones
+_NAMED: tuple[Callable[[int], str], ...] = tuple(
+    door.status_names for door in DOORS if door.status_names is not None
+)
+STATUS_NAMES = _NAMED[0] if _NAMED else None  # the protocol the metrics also name statuses in
 
 
 def finish(
@@ -54,7 +61,8 @@ def finish(
         reply.verb or "",
         reply.model,
     )
-    metrics.finish(answered, None if reply.verb is None else canonical_code(status))
+    names = STATUS_NAMES
+    metrics.finish(answered, None if reply.verb is None or names is None else names(status))
     environ[MODEL_KEY] = reply.model
 
 
@@ -93,7 +101,7 @@ class AccessLog:
 
 
 def _log(environ: WSGIEnvironment, status: str, started: float) -> None:
-    model = environ.get(MODEL_KEY) or environ.get(_environ_key(TARGET_HEADER)) or "-"
+    model = environ.get(MODEL_KEY) or _header(environ, DEFAULT.model_header) or "-"
     logger.debug(
         "%s %s %s %.2f ms model=%s inference_id=%s",
         environ.get("REQUEST_METHOD", "-"),
@@ -101,9 +109,12 @@ def _log(environ: WSGIEnvironment, status: str, started: float) -> None:
         status,
         (time.perf_counter() - started) * 1000,
         model,
-        environ.get(_environ_key(INFERENCE_ID_HEADER)) or "-",
+        _header(environ, DEFAULT.request_id_header) or "-",
     )
 
 
-def _environ_key(header: str) -> str:
-    return "HTTP_" + header.upper().replace("-", "_")
+def _header(environ: WSGIEnvironment, header: str | None) -> str | None:
+    if header is None:
+        return None
+    value = environ.get("HTTP_" + header.upper().replace("-", "_"))
+    return value if isinstance(value, str) else None

@@ -1,4 +1,4 @@
-"""What the HTTP layer keeps on the Flask app: the settings, the doors, the metrics, and
+"""What the HTTP layer keeps on the Flask app: the settings, the opened doors, the metrics, and
 whether this worker is ready; and the request body, read so that its size limit holds.
 
 Readiness is what ``/ping`` reports: a worker's app answers once its models exist and 503
@@ -13,12 +13,11 @@ from gunicorn.http.errors import ParseException
 from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 
 from smserve.config import Settings
+from smserve.doors import DoorSpec, Mount
 from smserve.errors import InvalidInput, ModelNotReady, PayloadTooLarge
 from smserve.http.draining import mark_unreadable
 from smserve.metrics import Metrics
 from smserve.repository.modes import Models
-from smserve.sagemaker.api import SageMakerAPI
-from smserve.v2.api import V2API
 
 SETTINGS_KEY = "smserve.settings"
 MODELS_KEY = "smserve.models"
@@ -27,13 +26,19 @@ DISCONNECTED_MESSAGE = "the request body could not be read completely (did the c
 
 
 @dataclass(frozen=True, slots=True)
+class OpenDoor:
+    """A door of the table (``spec``) opened over this app's models (``mount``)."""
+
+    spec: DoorSpec
+    mount: Mount
+
+
+@dataclass(frozen=True, slots=True)
 class Serving:
-    """What every request of this app shares: the SageMaker door (the default one, whose
-    envelope answers routing errors), the V2 door (both also answered by the fast path) and
+    """What every request of this app shares: the doors, opened in the table's order, and
     the metrics."""
 
-    sagemaker: SageMakerAPI
-    v2: V2API
+    doors: tuple[OpenDoor, ...]
     metrics: Metrics
 
 

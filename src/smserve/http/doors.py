@@ -1,61 +1,31 @@
 """Every door mounted the same way: Flask's request becomes a DoorRequest, the door's
 DoorReply becomes the response, and each reply is counted in the metrics.
 
-Two kinds of mount: ``Route``, a URL rule answered by one handler of a door (the SageMaker
-routes), and ``Prefix``, every path a pattern matches handed to one door that parses its own
-routes (TF Serving matches ``/v1/`` case-insensitively and answers unknown paths under it
-itself; V2 owns ``/v2``). Prefix doors answer in a ``before_request`` hook, so Flask's routing
-404/405 never happens under their prefixes. Whatever a handler raises, or reading the body
-raises, becomes the door's own error envelope (``Door.error_reply``). Each answer is counted
-(``http.accounting``) under its door's name: ``sagemaker`` for the routes, the prefix's name
-for a prefix door."""
+Two kinds of mount (``smserve.doors.Mount``): a door's ``Route``s, URL rules each answered by
+one handler, and its ``prefix``: every path the pattern fully matches handed to one handler
+that parses its own routes (and answers unknown paths under it itself). Prefix doors answer in
+a ``before_request`` hook, so Flask's routing 404/405 never happens under their prefixes.
+Whatever a handler raises, or reading the body raises, becomes the door's own error envelope
+(``Door.error_reply``). Each answer is counted (``http.accounting``) under its door's name;
+a route that is not ``counted`` (a page about the server) is neither counted nor held back
+while the models load."""
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from http import HTTPStatus
-from typing import Any, Protocol
+from typing import Any
 
 from flask import Flask, Response, current_app, request
 from werkzeug.routing import PathConverter
 
-from smserve.doors import Door, DoorReply, DoorRequest
+from smserve.doors import Door, DoorReply, DoorRequest, Handler, Route
 from smserve.http import accounting, context
 
-Handler = Callable[[DoorRequest], DoorReply]
 VERSION_HEADER = "X-Model-Version"
-ROUTES_DOOR = "sagemaker"  # the door every Route belongs to, as the metrics name it
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-
-
-class PrefixDoor(Door, Protocol):
-    """A door that parses its own routes under its prefix."""
-
-    def handle(self, request: DoorRequest) -> DoorReply: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """``methods`` on ``rule`` (Flask syntax), answered by ``door``'s ``handler``; ``name`` is
-    the route's name in the DoorRequest (and Flask's endpoint)."""
-
-    methods: tuple[str, ...]
-    rule: str
-    name: str
-    door: Door
-    handler: Handler
-
-
-@dataclass(frozen=True, slots=True)
-class Prefix:
-    """Every path ``pattern`` fully matches, answered by ``door.handle``."""
-
-    name: str
-    pattern: re.Pattern[str]
-    door: PrefixDoor
 
 
 class ModelNameConverter(PathConverter):
@@ -66,28 +36,53 @@ class ModelNameConverter(PathConverter):
     regex = r"[^/].*?(?<!/invoke)"
 
 
-def mount(app: Flask, routes: tuple[Route, ...], prefixes: tuple[Prefix, ...]) -> None:
+def mount(app: Flask, doors: tuple[context.OpenDoor, ...]) -> None:
+    """Every door's routes, then every door's prefix, in the table's order."""
     app.url_map.converters["model"] = ModelNameConverter
-    for route in routes:
-        app.add_url_rule(route.rule, route.name, _view(route), methods=list(route.methods))
-    for prefix in prefixes:
-        app.before_request(_hook(prefix))
+    for door in doors:
+        for route in door.mount.routes:
+            view = _view(door, route)
+            app.add_url_rule(route.rule, route.name, view, methods=list(route.methods))
+    for door in doors:
+        if door.mount.prefix is not None:
+            app.before_request(_hook(door))
 
 
-def _view(route: Route) -> Callable[..., Response]:
+def _view(door: context.OpenDoor, route: Route) -> Callable[..., Response]:
+    name, api = door.spec.name, door.mount.door
+    if not route.counted:
+        return lambda **params: _uncounted(route, params)
+
     def view(**params: str) -> Response:
-        return answer(route.door, route.handler, route.name, params, ROUTES_DOOR)
+        return answer(api, route.handler, route.name, params, name)
 
     return view
 
 
-def _hook(prefix: Prefix) -> Callable[[], Response | None]:
+def _hook(door: context.OpenDoor) -> Callable[[], Response | None]:
+    name, api, prefix = door.spec.name, door.mount.door, door.mount.prefix
+    assert prefix is not None
+    pattern, handler = prefix.pattern, prefix.handler
+
     def hook() -> Response | None:
-        if prefix.pattern.fullmatch(request.path) is None:
+        if pattern.fullmatch(request.path) is None:
             return None
-        return answer(prefix.door, prefix.door.handle, prefix.name, {}, prefix.name)
+        return answer(api, handler, name, {}, name)
 
     return hook
+
+
+def _uncounted(route: Route, params: Mapping[str, str]) -> Response:
+    """A page about the server: what it raises goes to the app's error handlers."""
+    door_request = DoorRequest(
+        request.method,
+        raw_path(),
+        request.headers,
+        query=request.args,
+        route=route.name,
+        params=params,
+    )
+    return to_response(route.handler(door_request))
 
 
 def answer(

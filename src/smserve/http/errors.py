@@ -1,6 +1,6 @@
 """Answers Flask gives itself, outside any door: an unrouted path (404), a method a route does
-not allow (405), and anything raised outside a door's handler. Each is the SageMaker door's
-envelope (the default door), ``{"error", "message"}``, built from ``smserve.failures``.
+not allow (405), and anything raised outside a door's handler. Each is in the default door's
+envelope (the first of ``smserve.door_table``), built from ``smserve.failures``.
 
 Handlers are registered on the app, not on a blueprint, because blueprint handlers never see
 routing errors (404, 405)."""
@@ -12,10 +12,12 @@ from http import HTTPStatus
 from flask import Flask, Response, current_app, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 
+from smserve.door_table import default_envelope
+from smserve.doors import DoorReply
 from smserve.errors import PayloadTooLarge
 from smserve.failures import Failure, describe
 from smserve.http.doors import to_response
-from smserve.sagemaker import envelope
+from smserve.media import JSON
 
 
 def register_error_handlers(app: Flask) -> None:
@@ -27,7 +29,7 @@ def _http_error(exc: HTTPException) -> Response:
     status = exc.code or HTTPStatus.INTERNAL_SERVER_ERROR
     # Keep headers such as Allow; the body and its type are ours.
     headers = tuple((k, v) for k, v in exc.get_headers() if k.lower() != "content-type")
-    return to_response(envelope.failure_reply(Failure(status, _http_message(exc)), headers))
+    return to_response(failure_reply(Failure(status, _http_message(exc)), headers))
 
 
 def _http_message(exc: HTTPException) -> str:
@@ -44,4 +46,10 @@ def _http_message(exc: HTTPException) -> str:
 
 def _unexpected_error(exc: Exception) -> Response:
     failure = describe(exc, f"{request.method} {request.path}")
-    return to_response(envelope.failure_reply(failure))
+    return to_response(failure_reply(failure))
+
+
+def failure_reply(failure: Failure, headers: tuple[tuple[str, str], ...] = ()) -> DoorReply:
+    """``failure`` in the default door's envelope."""
+    body = default_envelope().body(failure.message)
+    return DoorReply(failure.status, body, JSON, headers)

@@ -1,5 +1,5 @@
-"""The servers a worker runs beside its HTTP one: the doors with a port of their own (today the
-Open Inference Protocol over gRPC, ``smserve.v2grpc``).
+"""The servers a worker runs beside its HTTP one: the doors of ``smserve.door_table`` with a
+port of their own (a ``DoorSpec.listener``: the Open Inference Protocol over gRPC).
 
 Each starts in the worker once its models are loaded, from the app's models, so that the
 gunicorn master, which forks, never holds their state; a listener that cannot start fails the
@@ -9,18 +9,17 @@ graceful timeout (``http.worker``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from smserve import v2grpc
+from smserve import door_table
 from smserve.config import Settings
-from smserve.doors import Listener
+from smserve.doors import Listener, Start
 from smserve.http import context
-from smserve.metrics import Metrics
-from smserve.repository.modes import Models
 
-Start = Callable[[Settings, Models, Metrics | None], Listener | None]
-STARTS: tuple[Start, ...] = (v2grpc.start,)
+
+def starts() -> tuple[Start, ...]:
+    """Every door's listener, in the table's order."""
+    return tuple(door.listener for door in door_table.DOORS if door.listener is not None)
 
 
 def start(settings: Settings, wsgi: Any) -> tuple[Listener, ...]:
@@ -32,5 +31,5 @@ def start(settings: Settings, wsgi: Any) -> tuple[Listener, ...]:
         return ()
     serving = extensions.get(context.DOORS_KEY)
     metrics = serving.metrics if isinstance(serving, context.Serving) else None
-    started = (begin(settings, models, metrics) for begin in STARTS)
+    started = (begin(settings, models, metrics) for begin in starts())
     return tuple(listener for listener in started if listener is not None)

@@ -6,12 +6,11 @@ never costs a 5xx.
 gunicorn answers a request it cannot parse (a NUL byte in a header, a request line or header
 over its limits, a bad chunked body) with an HTML page of its own, before any app runs. Behind
 nginx such requests never reach it (nginx refuses them first, in JSON); with gunicorn alone
-this worker writes the same ``{"error", "message"}`` envelope, then closes the connection as
-gunicorn does."""
+this worker writes the default door's envelope (``smserve.door_table``: no path is known yet),
+then closes the connection as gunicorn does."""
 
 from __future__ import annotations
 
-import json
 import time
 from http import HTTPStatus
 from socket import socket
@@ -21,6 +20,7 @@ from gunicorn.http import errors as parse_errors
 from gunicorn.util import write_nonblock
 from gunicorn.workers.gthread import ThreadWorker
 
+from smserve.door_table import default_envelope
 from smserve.http import whole_body
 from smserve.media import JSON
 
@@ -92,7 +92,7 @@ def error_status(exc: Exception) -> HTTPStatus:
 
 def error_bytes(status: HTTPStatus, message: str) -> bytes:
     """A whole HTTP/1.1 answer: the envelope, ``Connection: close``."""
-    body = json.dumps({"error": message, "message": message}).encode()
+    body = default_envelope().body(message)
     head = (
         f"HTTP/1.1 {status.value} {status.phrase}\r\nConnection: close\r\n"
         f"Content-Type: {JSON}\r\nContent-Length: {len(body)}\r\n\r\n"

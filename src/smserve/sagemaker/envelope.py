@@ -10,14 +10,16 @@ import json
 from http import HTTPStatus
 from typing import Any
 
-from smserve.doors import DoorReply
+from smserve.doors import DoorReply, Envelope
 from smserve.errors import ModelNotFound
 from smserve.failures import Failure, describe
 from smserve.media import JSON
 
+ENVELOPE = Envelope("message", ("error", "message"))
+
 
 def error_body(message: str) -> bytes:
-    return json.dumps({"error": message, "message": message}).encode()
+    return ENVELOPE.body(message)
 
 
 def failure_reply(failure: Failure, headers: tuple[tuple[str, str], ...] = ()) -> DoorReply:

@@ -3,7 +3,9 @@ DoorReply out (every reply ``application/json``).
 
 Checks run in TF Serving's order. Predict: parse the body, check ``signature_name``, find the
 model (404, or 400 for a label), find the signature, then decode ``instances``/``inputs``.
-Classify and regress check the whole body before looking the model up. Every failure becomes
+Classify and regress check the whole body before looking the model up. Every tensor reaches
+the model through the model's InferenceService (``tensor_batch``, then ``predict``), with the
+checks every door's input passes: the model's width, no infinite values. Every failure becomes
 ``{"error": "<message>"}`` with the status its error class carries; the repository's
 protocol-neutral lookup errors are worded as TF Serving words them. gzip request bodies are
 inflated. OPTIONS is the CORS preflight: 200 with an ``Origin`` of ``http(s)://...``, else 400.
@@ -17,9 +19,9 @@ import re
 
 import numpy as np
 
-from smserve.algorithms.base import SelectableOutputs
 from smserve.budget import DEFAULT as DEFAULT_BUDGET
 from smserve.budget import MemoryBudget
+from smserve.compressed import inflate
 from smserve.doors import DoorReply, DoorRequest
 from smserve.errors import InvalidInput, ModelNotFound, ServingError, UnknownLabel, excerpt
 from smserve.failures import describe
@@ -27,7 +29,7 @@ from smserve.media import JSON
 from smserve.repository.loading import ServedModel
 from smserve.repository.modes import Models
 from smserve.tfserving import response, signatures
-from smserve.tfserving.encoding import inflate, is_gzip
+from smserve.tfserving.encoding import is_gzip
 from smserve.tfserving.examples import parse_examples, to_rows
 from smserve.tfserving.jsonparse import parse_document
 from smserve.tfserving.predict import decode_inputs, object_body, signature_name
@@ -35,7 +37,7 @@ from smserve.tfserving.routes import Route, malformed, parse_route
 from smserve.tfserving.servable import Servable, servable_of
 from smserve.tfserving.status import metadata_body, status_body
 from smserve.tfserving.tensors import shape_text
-from smserve.types import Batch, Prediction
+from smserve.types import Prediction
 
 ORIGIN_PATTERN = r"https?://"  # a preflight from a web page (searched, not anchored)
 _ORIGIN = re.compile(ORIGIN_PATTERN)
@@ -94,7 +96,8 @@ class TFServingAPI:
 
     def _body(self, request: DoorRequest) -> bytes:
         if is_gzip(request.headers.get("Content-Encoding")) and request.body:
-            return inflate(request.body, *self.budget.inflation_limit(self.max_body_bytes))
+            limit, setting = self.budget.inflation_limit(self.max_body_bytes)
+            return inflate(request.body, "gzip", limit, setting)
         return request.body
 
     def _served(self, route: Route) -> tuple[ServedModel, Servable]:
@@ -113,8 +116,7 @@ class TFServingAPI:
         served, servable = self._served(route)
         signature = _predict_signature(servable, name)
         inputs = decode_inputs(document, signature)
-        matrix = _matrix(inputs.tensors["inputs"], servable)
-        prediction = _run(servable, matrix, servable.outputs.get(name))
+        prediction = _run(served, inputs.tensors["inputs"], servable.outputs.get(name))
         writer = response.predictions_body if inputs.row_format else response.outputs_body
         return _reply(writer(prediction.outputs), route, "predict", served.version)
 
@@ -124,7 +126,7 @@ class TFServingAPI:
         )
         served, servable = self._served(route)
         _check_signature(servable, route.action, request.signature_name)
-        prediction = _run(servable, to_rows(request, servable.feature_index))
+        prediction = _run(served, to_rows(request, servable.feature_index))
         if route.action == "classify":
             assert servable.classifier is not None
             text = response.classify_body(*servable.classifier(prediction))
@@ -194,24 +196,20 @@ def _check_signature(servable: Servable, verb: str, requested: str) -> None:
         )
 
 
-def _matrix(tensor: np.ndarray, servable: Servable) -> np.ndarray:
-    """The ``inputs`` tensor as the model's (n_rows, n_features) matrix."""
-    width = servable.algorithm.n_features
-    if tensor.ndim != 2 or (width is not None and tensor.shape[1] != width):
-        expected = shape_text([-1, width if width is not None else -1])
-        raise InvalidInput(
-            f"Input 'inputs' has shape {shape_text(tensor.shape)}, but the model takes "
-            f"{expected}: one list of {width if width is not None else 'n'} numbers per row"
-        )
-    return np.ascontiguousarray(tensor, dtype=np.float32)
+def _wrong_shape(shape: tuple[int, ...], width: int | None) -> str:
+    """The ``inputs`` tensor in a shape the model does not take, in the door's words."""
+    expected = shape_text([-1, width if width is not None else -1])
+    return (
+        f"Input 'inputs' has shape {shape_text(shape)}, but the model takes "
+        f"{expected}: one list of {width if width is not None else 'n'} numbers per row"
+    )
 
 
 def _run(
-    servable: Servable, rows: np.ndarray, outputs: tuple[str, ...] | None = None
+    served: ServedModel, rows: np.ndarray, outputs: tuple[str, ...] | None = None
 ) -> Prediction:
-    """The algorithm's default outputs, or ``outputs`` (a signature's, e.g. ``explain``)."""
-    batch = Batch(np.ascontiguousarray(rows, dtype=np.float32))
-    algorithm = servable.algorithm
-    if outputs is not None and isinstance(algorithm, SelectableOutputs):
-        return algorithm.predict(batch, outputs)
-    return algorithm.predict(batch)
+    """The model's default outputs, or ``outputs`` (a signature's, e.g. ``explain``), through
+    its service: the same checks as every door's input."""
+    service = served.service
+    batch = service.tensor_batch(rows, "inputs", _wrong_shape)
+    return service.predict(batch, outputs if service.output_keys else None)

@@ -1,22 +1,15 @@
 """Compressed request bodies (``Content-Encoding: gzip`` or ``deflate``, what tritonclient's
-``request_compression_algorithm`` sends and Triton accepts), inflated up to the payload limit.
-The inflated body is bounded before it exists: a small bomb cannot cost the worker memory."""
+``request_compression_algorithm`` sends and Triton accepts), inflated up to the payload limit
+by ``smserve.compressed``; any other encoding is refused."""
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Mapping
-
-from smserve.errors import DecodeError, PayloadTooLarge, UnsupportedMediaType
-
-_WBITS: Mapping[str, int] = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+from smserve.compressed import DEFAULT_SETTING, WBITS, inflate
+from smserve.errors import UnsupportedMediaType
 
 
 def decoded_body(
-    body: bytes,
-    content_encoding: str | None,
-    limit: int,
-    setting: str = "SAGEMAKER_MAX_PAYLOAD_IN_MB",
+    body: bytes, content_encoding: str | None, limit: int, setting: str = DEFAULT_SETTING
 ) -> bytes:
     """``body`` as sent before compression; raises UnsupportedMediaType for another encoding,
     PayloadTooLarge past ``limit`` inflated bytes (which ``setting`` raises), DecodeError for
@@ -24,28 +17,9 @@ def decoded_body(
     coding = (content_encoding or "identity").strip().lower()
     if coding == "identity" or not body:
         return body
-    wbits = _WBITS.get(coding)
-    if wbits is None:
+    if coding not in WBITS:
         raise UnsupportedMediaType(
             f"Content-Encoding {content_encoding!r} is not supported: send gzip, deflate or "
             "an uncompressed body"
         )
-    return _inflate(body, coding, wbits, limit, setting)
-
-
-def _inflate(body: bytes, coding: str, wbits: int, limit: int, setting: str) -> bytes:
-    inflater = zlib.decompressobj(wbits)
-    try:
-        data = inflater.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise DecodeError(
-            f"Content-Encoding {coding}: the body is not {coding} data ({exc})"
-        ) from None
-    if len(data) > limit:
-        raise PayloadTooLarge(
-            f"the {coding} body inflates past the {limit}-byte limit; send fewer rows per "
-            f"request or raise {setting}"
-        )
-    if not inflater.eof:
-        raise DecodeError(f"Content-Encoding {coding}: the body is truncated")
-    return data
+    return inflate(body, coding, limit, setting)

@@ -26,7 +26,7 @@ from smserve.types import Batch, Prediction
 from smserve.v2.datatypes import MODEL_DATATYPE
 from smserve.v2.outputs import Spec, known_keys, output_metadata, protocol_name, selected_keys
 from smserve.v2.request import InferRequest
-from smserve.v2.tensors import decode_input, model_matrix, only_input
+from smserve.v2.tensors import decode_input, only_input, wrong_shape
 
 SERVER_NAME = "smserve"
 EXTENSIONS = ("binary_tensor_data",)
@@ -78,8 +78,8 @@ def infer(
     or PayloadTooLarge when the input's declared shape is over the request's ``budget``."""
     tensor = only_input(request.inputs)
     values = decode_input(tensor, budget)
-    matrix = model_matrix(values, tensor.name, served.algorithm.n_features)
-    return _run(served, Batch(matrix), request)
+    batch = served.service.tensor_batch(values, tensor.name, wrong_shape(tensor.name))
+    return _run(served, batch, request)
 
 
 def _run(served: Served, batch: Batch, request: InferRequest) -> list[OutputTensor]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from smserve.budget import UNLIMITED, RequestBudget
 from smserve.errors import InvalidInput, excerpt
-from smserve.types import FloatArray
+from smserve.service import ShapeWording
 from smserve.v2.datatypes import input_dtype
 from smserve.v2.request import InputTensor
 
@@ -75,7 +75,7 @@ def _checked(values: np.ndarray, dtype: np.dtype, name: str) -> np.ndarray:
         raise InvalidInput(f"input '{name}': 'data' must hold only numbers, got {_example(values)}")
     if dtype.kind in "iu":
         return _integers(values, dtype, name)
-    with np.errstate(over="ignore"):  # beyond FP32's range -> inf, refused by model_matrix
+    with np.errstate(over="ignore"):  # beyond FP32's range -> inf, refused by the service
         return values.astype(dtype)
 
 
@@ -123,30 +123,18 @@ def _binary(tensor: InputTensor, dtype: np.dtype) -> np.ndarray:
     return octets.view(np.bool_)
 
 
-def model_matrix(values: np.ndarray, name: str, n_features: int | None) -> FloatArray:
-    """``values`` as the (n_rows, n_features) float32, C-contiguous matrix the model takes;
-    raises InvalidInput for another shape or an infinite value (NaN is a missing value)."""
-    width = n_features if n_features is not None else -1
-    if values.ndim != 2 or (n_features is not None and values.shape[1] != n_features):
-        raise InvalidInput(
-            f"input '{name}' has shape {list(values.shape)}, but the model takes "
+def wrong_shape(name: str) -> ShapeWording:
+    """The protocol's words for input ``name`` in a shape the model does not take (the
+    service checks the shape: ``InferenceService.tensor_batch``)."""
+
+    def wording(shape: tuple[int, ...], n_features: int | None) -> str:
+        width = n_features if n_features is not None else -1
+        return (
+            f"input '{name}' has shape {list(shape)}, but the model takes "
             f"[{-1}, {width}]: one row of {n_features or 'n'} features per entry"
         )
-    with np.errstate(over="ignore"):  # beyond float32's range -> inf, refused just below
-        matrix = np.ascontiguousarray(values, dtype=np.float32)
-    _check_finite(matrix, name)
-    return matrix
 
-
-def _check_finite(matrix: FloatArray, name: str) -> None:
-    infinite = np.isinf(matrix)
-    if not infinite.any():
-        return
-    row, column = divmod(int(np.argmax(infinite)), matrix.shape[1])
-    raise InvalidInput(
-        f"input '{name}': row {row}, column {column} (0-based) is infinite or beyond "
-        "float32's range (about 3.4e38); features must be finite numbers"
-    )
+    return wording
 
 
 def only_input(inputs: tuple[Any, ...]) -> Any:

@@ -2,8 +2,9 @@
 ServerLive, ServerReady, ModelReady, ServerMetadata, ModelMetadata and ModelInfer, on its own
 port, answered by the same core as the REST door (``smserve.v2.infer``).
 
-``start`` is what a worker calls once its models are loaded. This module imports nothing of
-grpcio: the gunicorn master imports it, and must never hold gRPC state when it forks.
+``start`` is what a worker calls once its models are loaded (``door.DOOR`` names it as the
+door's listener). This module imports nothing of grpcio: the
+gunicorn master imports it, and must never hold gRPC state when it forks.
 """
 
 from __future__ import annotations
