@@ -25,8 +25,6 @@ server runs with its other defaults. ``--frontend gunicorn`` fuzzes gunicorn alo
 from __future__ import annotations
 
 import argparse
-import http.client
-import json
 import random
 import socket
 import sys
@@ -42,10 +40,7 @@ from bench.fuzz import fuzz_requests as kinds  # noqa: E402
 from bench.fuzz.fuzz_framing import framing  # noqa: E402
 from bench.fuzz.fuzz_mme import SERVED, mme  # noqa: E402
 from bench.fuzz.fuzz_session import ANSWER_TIMEOUT_S, EXAMPLES, Session, Tally  # noqa: E402
-from bench.shared import (
-    harness,  # noqa: E402
-    proxied,  # noqa: E402
-)
+from bench.shared import harness, proxied  # noqa: E402
 
 KINDS = (
     (kinds.invocation, 50.0),
@@ -195,7 +190,7 @@ def main() -> int:
             for w in watched:
                 proxied.wait_ready(w.server)
                 w.mark()
-            _register(many.port)
+            harness.register_models(many.port, SERVED)
             tally, seconds = fuzz(args, [xgb.port, km.port, many.port])
             time.sleep(0.5)  # let a worker that died at the very end be noticed
             return report(args, tally, seconds, watched)
@@ -206,20 +201,6 @@ def _links_outside(models: Path, root: Path) -> None:
     (models / "escape").symlink_to(root / "xgboost")
     (models / "linked-out").mkdir()
     (models / "linked-out" / "model_algo-1").symlink_to(root / "kmeans" / "model_algo-1")
-
-
-def _register(port: int) -> None:
-    """Load both models into the multi-model server (SageMaker's LoadModel call)."""
-    for name in SERVED:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        body = json.dumps({"model_name": name, "url": name})
-        connection.request(
-            "POST", "/models", body=body, headers={"Content-Type": "application/json"}
-        )
-        response = connection.getresponse()
-        if response.status != 200:
-            raise RuntimeError(f"loading {name}: {response.status} {response.read()[:300]!r}")
-        connection.close()
 
 
 def _arguments() -> argparse.Namespace:

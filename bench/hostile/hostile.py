@@ -14,7 +14,8 @@ Targets (issue 21): every case answers within 1 s, with the expected 4xx (never 
 the JSON envelope, worker growth under 200 MB, nginx growth under 100 MB, healthy after.
 Prints one line per case and a Markdown table (``--markdown``); exits 1 when a case misses.
 
-    .venv/bin/python bench/hostile/hostile.py [--sample] [--only NAME ...] [--markdown] [--json FILE]
+    .venv/bin/python bench/hostile/hostile.py [--sample] [--only NAME ...] [--markdown] \\
+        [--json FILE]
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ def servers(scratch: Path) -> Iterator[dict[str, Server]]:
     try:
         for server in (single, mme):
             harness.wait_ready(server.port, server.process, "/ping", 120)
-        _register(mme.port)
+        harness.register_models(mme.port, ("xgboost", "kmeans"))
         _warm(single, mme)
         yield {cases.XGB_NAMED: single, cases.MME: mme}
     finally:
@@ -184,16 +185,6 @@ def _start(name: str, env: dict[str, str], health: str, expected: float) -> Serv
     process = subprocess.Popen([harness.SMSERVE, "serve"], env=environ, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)  # fmt: skip
     return Server(name, port, process, health, expected)
-
-
-def _register(port: int) -> None:
-    for name in ("xgboost", "kmeans"):
-        body = json.dumps({"model_name": name, "url": name}).encode()
-        answers = exchange(
-            port, request("POST", "/models", body, {"Content-Type": "application/json"})
-        )
-        if not answers or answers[0].status != 200:
-            raise RuntimeError(f"registering {name}: {answers}")
 
 
 def _warm(*servers: Server) -> None:

@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.shared.proxied import children
+
 PROC = Path("/proc")
 MB = 1_000_000
 
@@ -107,11 +109,11 @@ class Tree:
     @classmethod
     def of(cls, root: int) -> Tree:
         tree = cls(root)
-        for child in _children(root):
+        for child in children(root):
             if _comm(child) == "nginx":
-                tree.nginx = [child, *_children(child)]
+                tree.nginx = [child, *children(child)]
             else:
-                tree.workers = _children(child)
+                tree.workers = children(child)
         return tree
 
     @property
@@ -131,14 +133,6 @@ class Tree:
         worker = max((grown[pid] for pid in self.workers if pid in grown), default=0)
         nginx = sum(max(0, grown[pid]) for pid in self.nginx if pid in grown)
         return worker, nginx
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for task in (PROC / str(pid) / "task").glob("*"):
-        with contextlib.suppress(OSError):
-            found += [int(child) for child in (task / "children").read_text().split()]
-    return found
 
 
 def _comm(pid: int) -> str:

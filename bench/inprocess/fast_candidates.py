@@ -8,13 +8,14 @@ treelite, tl2cgen, onnxruntime and onnxmltools are not smserve dependencies; ins
 into a separate environment and point it at the models ``fast_predictor.py --models`` keeps:
 
     pip install xgboost==3.2.0 treelite tl2cgen onnxruntime onnxmltools orjson scipy
-    flock /tmp/smserve-bench.lock env PYTHONPATH=src python bench/inprocess/fast_candidates.py MODELS
+    flock /tmp/smserve-bench.lock env PYTHONPATH=src \\
+        python bench/inprocess/fast_candidates.py MODELS
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -23,21 +24,12 @@ from pathlib import Path
 import numpy as np
 import xgboost as xgb
 
+if not __package__:  # run as a file: `bench` imports from the repository root
+    sys.path[0] = str(Path(__file__).resolve().parents[2])
+from bench.shared.timing import median_s  # noqa: E402
+
 SIZES = (1, 10, 100, 1000, 10000)
 Predict = Callable[[np.ndarray], np.ndarray]
-
-
-def median_s(call: Callable[[], object], budget_s: float) -> float:
-    call()
-    start = time.perf_counter()
-    call()
-    once = time.perf_counter() - start
-    samples = []
-    for _ in range(int(min(max(budget_s / max(once, 1e-7), 3), 2000))):
-        start = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def candidates(path: Path, booster: xgb.Booster, scratch: Path) -> dict[str, Predict]:

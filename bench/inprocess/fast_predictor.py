@@ -2,7 +2,7 @@
 
 Two models: the bench model (binary:logistic, 100 trees of depth 6, 50 features, as
 ``harness.build_xgboost``) and a big one (binary:logistic, 1,000 full trees of depth 8, 100
-features; generated, see ``build_big``). Each is loaded as the
+features; generated, see ``harness.build_big``). Each is loaded as the
 server loads it (``XGBoost.load``, one thread per worker as with the default two workers on
 two CPUs); the script reports how long after the load the fast predictor starts serving, and
 then, per batch size, the median time of one prediction (``predict_type="value"``) by
@@ -21,82 +21,24 @@ to be the bits of ``inplace_predict``'s.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-import xgboost as xgb
 
 if not __package__:  # run as a file: `bench` imports from the repository root
     sys.path[0] = str(Path(__file__).resolve().parents[2])
 
-from bench.shared.harness import build_xgboost  # noqa: E402
+from bench.shared.harness import build_big, build_xgboost  # noqa: E402
+from bench.shared.timing import median_s  # noqa: E402
 from smserve.algorithms.xgboost import XGBoost, _predict  # noqa: E402
 from smserve.algorithms.xgboost_model import Member  # noqa: E402
 from smserve.config import Settings  # noqa: E402
 
 SIZES = (1, 10, 100, 1000, 10000)
-
-
-def build_big(model_dir: Path, n_trees: int = 1000, depth: int = 8, n_features: int = 100) -> None:
-    """binary:logistic, ``n_trees`` full trees of ``depth`` (511 nodes each for depth 8) on
-    ``n_features`` features. The trees are generated, not trained: training 1,000 trees of
-    depth 8 takes over half an hour on this shared machine, and rarely fills them (confident
-    rows stop splitting), while prediction costs what the trees' shape costs, whatever fitted
-    their values. Thresholds are drawn like the features (standard normal), so every path is
-    taken; XGBoost loads and predicts the file as any other."""
-    rng = np.random.default_rng(7)
-    x = rng.normal(size=(200, n_features)).astype(np.float32)
-    template = xgb.train(
-        {"objective": "binary:logistic", "max_depth": 1, "nthread": 1},
-        xgb.DMatrix(x, label=(x[:, 0] > 0).astype(np.float32)),
-        num_boost_round=1,
-    )
-    document = json.loads(template.save_raw("json"))
-    model = document["learner"]["gradient_booster"]["model"]
-    model["trees"] = [_full_tree(i, depth, n_features, rng) for i in range(n_trees)]
-    model["tree_info"] = [0] * n_trees
-    model["iteration_indptr"] = list(range(n_trees + 1))
-    model["gbtree_model_param"]["num_trees"] = str(n_trees)
-    model_dir.mkdir(parents=True, exist_ok=True)
-    (model_dir / "xgboost-model").write_text(json.dumps(document))
-
-
-def _full_tree(index: int, depth: int, n_features: int, rng: np.random.Generator) -> dict[str, Any]:
-    n_inner, n_nodes = 2**depth - 1, 2 ** (depth + 1) - 1
-    nodes = np.arange(n_nodes)
-    inner = nodes < n_inner
-    values = np.where(inner, rng.normal(size=n_nodes), rng.normal(scale=0.05, size=n_nodes))
-    return {
-        "base_weights": [0.0] * n_nodes,
-        "categories": [],
-        "categories_nodes": [],
-        "categories_segments": [],
-        "categories_sizes": [],
-        "default_left": rng.integers(0, 2, n_nodes).tolist(),
-        "id": index,
-        "left_children": np.where(inner, 2 * nodes + 1, -1).tolist(),
-        "right_children": np.where(inner, 2 * nodes + 2, -1).tolist(),
-        "loss_changes": [0.0] * n_nodes,
-        "parents": [2147483647, *((nodes[1:] - 1) // 2).tolist()],
-        "split_conditions": values.astype(np.float32).tolist(),
-        "split_indices": np.where(inner, rng.integers(0, n_features, n_nodes), 0).tolist(),
-        "split_type": [0] * n_nodes,
-        "sum_hessian": [1.0] * n_nodes,
-        "tree_param": {
-            "num_deleted": "0",
-            "num_feature": str(n_features),
-            "num_nodes": str(n_nodes),
-            "size_leaf_vector": "1",
-        },
-    }
 
 
 def load_and_wait(model_dir: Path) -> tuple[XGBoost, float, float]:
@@ -110,19 +52,6 @@ def load_and_wait(model_dir: Path) -> tuple[XGBoost, float, float]:
     while slot is not None and slot.serving is None and time.monotonic() - loaded < 300:
         time.sleep(0.001)
     return algorithm, loaded - start, time.monotonic() - loaded
-
-
-def median_s(call: Callable[[], object], budget_s: float) -> float:
-    call()
-    once = _timed(call)
-    repeat = int(min(max(budget_s / max(once, 1e-7), 5), 2000))
-    return statistics.median(_timed(call) for _ in range(repeat))
-
-
-def _timed(call: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    call()
-    return time.perf_counter() - start
 
 
 def compare(algorithm: XGBoost, size: int, budget_s: float) -> dict[str, float]:

@@ -8,7 +8,8 @@ every 50 ms and reports p50/p99/max; SageMaker wants /ping within a few seconds 
 ``--src`` serves another tree instead (``PYTHONPATH``), e.g. the previous one, where both
 paths queued behind inference (each call then waits up to ``--client-timeout-s``).
 
-    .venv/bin/python bench/load/ping_under_load.py [--seconds 30] [--src /tmp/prev/src] [--trees 1000]
+    .venv/bin/python bench/load/ping_under_load.py [--seconds 30] [--src /tmp/prev/src] \\
+        [--trees 1000]
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.shared import harness
+from bench.shared.proxied import children
 
 MIB = 2**20
 HEADERS = {
@@ -136,19 +137,12 @@ def _report(phase: str, results: list[tuple[list[float], int]]) -> None:
 def _roles(server_pid: int) -> tuple[list[int], list[int]]:
     """(nginx master and workers, gunicorn workers) under ``smserve serve``."""
     nginx, workers = [], []
-    for child in _children(server_pid):
+    for child in children(server_pid):
         if b"nginx" in Path(f"/proc/{child}/cmdline").read_bytes():
-            nginx = [child, *_children(child)]
+            nginx = [child, *children(child)]
         else:
-            workers = _children(child)
-    return nginx, workers or _children(server_pid)  # gunicorn alone: the master is the server
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
-    return found
+            workers = children(child)
+    return nginx, workers or children(server_pid)  # gunicorn alone: the master is the server
 
 
 def _rss(pids: list[int]) -> int:

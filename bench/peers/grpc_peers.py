@@ -10,10 +10,9 @@ on the same model (XGBoost binary:logistic, 100 trees, depth 6, 50 features), in
 
 smserve runs with ``--workers`` gunicorn workers (each serving gRPC on the shared port), and
 again with one worker (what a single separate gRPC process would give: the per-worker design's
-measurement). MLServer runs from its own virtual environment (it pins other versions of our
-dependencies) with ``parallel_workers`` 0 and ``--workers``; ratios are taken against its
-better figure. Before timing, both servers' answers to the row are checked to be the same
-probability.
+measurement). MLServer runs from its own virtual environment (``bench/shared/mlserver.py``)
+with ``parallel_workers`` 0 and ``--workers``; ratios are taken against its better figure.
+Before timing, both servers' answers to the row are checked to be the same probability.
 
     flock /tmp/smserve-bench.lock .venv/bin/python bench/peers/grpc_peers.py \\
         --mlserver /work/venvs/mlserver/bin/mlserver [--workers 2] [--seconds 10]
@@ -24,11 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
-import json
 import multiprocessing
-import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,7 +36,7 @@ import numpy as np
 
 if not __package__:  # run as a file: `bench` imports from the repository root
     sys.path[0] = str(Path(__file__).resolve().parents[2])
-from bench.shared import harness  # noqa: E402
+from bench.shared import harness, mlserver  # noqa: E402
 from smserve.v2grpc.protocol import ModelInferRequest, ModelInferResponse  # noqa: E402
 
 INFER = "/inference.GRPCInferenceService/ModelInfer"
@@ -76,10 +71,11 @@ def _run(args: argparse.Namespace, pool: Any) -> None:
             print(name, results[name], flush=True)
         for workers in (0, args.workers):
             name = f"MLServer 1.7.1 pw={workers}"
-            with _mlserver(Path(args.mlserver), model_dir, Path(scratch) / name, workers) as port:
-                answer = _answer(port, "m")
+            executable, run_dir = Path(args.mlserver), Path(scratch) / name
+            with mlserver.mlserver(executable, model_dir, run_dir, workers) as ports:
+                answer = _answer(ports.grpc, mlserver.MODEL)
                 assert np.allclose(answer, expected, rtol=1e-6), (answer, expected)
-                results[name] = _measure(port, "m", args, pool)
+                results[name] = _measure(ports.grpc, mlserver.MODEL, args, pool)
             print(name, results[name], flush=True)
     _report(results, f"smserve gRPC w={args.workers}", args.clients)
 
@@ -157,9 +153,7 @@ def _client(port: int, model: str, seconds: int) -> list[float]:
 
 
 def _rest_v2(port: int, repeat: int) -> dict[str, float]:
-    row = harness.rows(1).astype(float).round(6).tolist()
-    tensor = {"name": "input-0", "shape": [1, harness.N_FEATURES], "datatype": "FP32", "data": row}
-    body = json.dumps({"inputs": [tensor]}).encode()
+    body = harness.v2_body(harness.rows(1))
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
     def infer() -> None:
@@ -181,37 +175,6 @@ def _smserve(model_dir: Path, workers: int) -> Iterator[tuple[int, int]]:
     with harness.server(model_dir, workers, SMSERVE_FRONTEND="nginx", **env) as http_port:
         _answer(grpc_port, "model")  # gRPC answers (/ping did: every worker has loaded)
         yield http_port, grpc_port
-
-
-@contextlib.contextmanager
-def _mlserver(mlserver: Path, model_dir: Path, scratch: Path, workers: int) -> Iterator[int]:
-    """MLServer serving the model as ``m``; yields its gRPC port."""
-    repo = scratch / "mlserver"
-    (repo / "m").mkdir(parents=True)
-    shutil.copy(model_dir / "xgboost-model", repo / "m" / "model.json")
-    settings = {"implementation": "mlserver_xgboost.XGBoostModel", "name": "m"}
-    (repo / "m" / "model-settings.json").write_text(json.dumps(settings))
-    http_port, grpc_port = harness.free_port(), harness.free_port()
-    server = {"http_port": http_port, "grpc_port": grpc_port, "host": "127.0.0.1"}
-    server |= {"metrics_port": harness.free_port(), "parallel_workers": workers}
-    (repo / "settings.json").write_text(json.dumps(server))
-    env = {**os.environ, "MLSERVER_LOGGING_LEVEL": "WARNING"}
-    process = subprocess.Popen(
-        [str(mlserver), "start", str(repo)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        harness.wait_ready(http_port, process, "/v2/models/m/ready", 120)
-        yield grpc_port
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
 
 
 def _report(results: dict[str, dict[str, float]], ours: str, clients: int) -> None:

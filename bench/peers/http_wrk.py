@@ -2,10 +2,7 @@
 fixed-body floor, smserve's /invocations (CSV) and V2 REST, MLServer 1.7.1's V2 REST and the
 AWS built-in XGBoost container's serving code, at 1, 16 and 64 connections.
 
-Why wrk: a Python client eats most of the second core on this 2-vCPU machine, so it measures
-itself; wrk costs a few microseconds a request. Latency is wrk's ``--latency`` percentiles
-(p50/p99 over every request of the cell), throughput its requests/s; any non-2xx answer or
-socket error fails the cell loudly.
+Why wrk, and how its figures are read: ``bench/shared/wrk.py``.
 
 Servers, each started in turn for each model, with ``--workers`` workers:
 
@@ -15,7 +12,8 @@ Servers, each started in turn for each model, with ``--workers`` workers:
 * smserve: ``smserve serve`` through its nginx (``--src`` runs another tree's sources for an
   A/B); measured once its fast predictor serves (the log says so per worker);
 * MLServer 1.7.1 + mlserver-xgboost from its own environment (``--mlserver PATH``, skipped when
-  absent), ``parallel_workers`` 0: its fastest configuration for one row (bench/peers/peers.py);
+  absent), ``parallel_workers`` 0: its fastest configuration for one row (bench/peers/peers.py;
+  launched by bench/shared/mlserver.py);
 * AWS: aws/sagemaker-xgboost-container's ``src/`` (``--aws-src``, skipped when absent): its
   algorithm-mode Flask app under gunicorn with gevent workers and keep-alive 60, as its
   ``ScoringService.start`` runs it, OMP_NUM_THREADS=1 as its serving entry point sets, from a
@@ -26,7 +24,7 @@ Servers, each started in turn for each model, with ``--workers`` workers:
           flask gunicorn xgboost scipy psutil
 
 Models: ``bench`` (harness.build_xgboost: binary:logistic, 100 trees, depth 6, 50 features)
-and ``big`` (fast_predictor.build_big: 1,000 full trees of depth 8, 100 features).
+and ``big`` (harness.build_big: 1,000 full trees of depth 8, 100 features).
 
     flock /tmp/smserve-bench.lock .venv/bin/python bench/peers/http_wrk.py \\
         --mlserver /work/venvs/mlserver/bin/mlserver \\
@@ -41,47 +39,25 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 if not __package__:  # run as a file: `bench` imports from the repository root
     sys.path[0] = str(Path(__file__).resolve().parents[2])
-from bench.inprocess import fast_predictor  # noqa: E402
-from bench.peers import peers  # noqa: E402
-from bench.shared import (
-    harness,  # noqa: E402
-    proxied,  # noqa: E402
-)
+from bench.shared import harness, mlserver, proxied, wrk  # noqa: E402
+from bench.shared.wrk import Cell, Request  # noqa: E402
 
-WRK_SCRIPT = 'wrk.method = "POST"\nwrk.body = {body}\nwrk.headers["Content-Type"] = "{ctype}"\n'
 READY = re.compile(r"fast predictor serves|XGBoost answers|XGBoost is faster|refused")
-UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 FLOOR = "floor (nginx fixed body)"
-
-
-@dataclass(frozen=True)
-class Request:
-    path: str
-    body: bytes
-    content_type: str
-
-
-@dataclass
-class Cell:
-    p50_ms: float
-    p99_ms: float
-    rps: float
 
 
 def main() -> None:
     args = _arguments()
-    _ensure_wrk()
+    wrk.ensure_installed()
     results: dict[str, dict[str, dict[int, Cell]]] = {}
     with tempfile.TemporaryDirectory() as scratch_dir:
         scratch = Path(scratch_dir)
@@ -124,22 +100,9 @@ def _ints(text: str) -> list[int]:
     return [int(part) for part in text.split(",")]
 
 
-def _ensure_wrk() -> None:
-    if shutil.which("wrk"):
-        return
-    print("wrk missing: apt-get install wrk", flush=True)
-    for attempt in range(30):  # another engineer may hold apt's lock
-        done = subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], check=False)
-        if done.returncode == 0 and shutil.which("wrk"):
-            return
-        subprocess.run(["apt-get", "update", "-qq"], check=False)
-        time.sleep(min(2 + attempt, 10))
-    raise SystemExit("could not install wrk")
-
-
 def _build(model: str, model_dir: Path) -> int:
     if model == "big":
-        fast_predictor.build_big(model_dir)
+        harness.build_big(model_dir)
         return 100
     harness.build_xgboost(model_dir)
     return harness.N_FEATURES
@@ -151,7 +114,7 @@ def _run_model(
     scratch.mkdir()
     row = harness.rows(1).repeat(2, axis=1)[:, :n_features] if n_features > 50 else harness.rows(1)
     csv = Request("/invocations", harness.csv_body(row), "text/csv")
-    v2 = Request("/v2/models/model/infer", _v2_body(row), "application/json")
+    v2 = Request("/v2/models/model/infer", harness.v2_body(row), "application/json")
     wanted = set(args.servers)
     out: dict[str, dict[int, Cell]] = {}
     if wanted & {"all", "floor"}:
@@ -163,9 +126,10 @@ def _run_model(
             out["smserve V2 REST"] = _cells(port, v2, args, scratch)
     if wanted & {"all", "mlserver"}:
         if args.mlserver and Path(args.mlserver).exists():
-            with peers._mlserver(Path(args.mlserver), model_dir, scratch / "mls", 0) as port:
-                request = Request("/v2/models/m/infer", v2.body, v2.content_type)
-                out["MLServer 1.7.1 V2 REST"] = _cells(port, request, args, scratch)
+            with mlserver.mlserver(Path(args.mlserver), model_dir, scratch / "mls", 0) as ports:
+                path = f"/v2/models/{mlserver.MODEL}/infer"
+                request = Request(path, v2.body, v2.content_type)
+                out["MLServer 1.7.1 V2 REST"] = _cells(ports.http, request, args, scratch)
         else:
             print("SKIPPED MLServer: give --mlserver PATH to MLServer 1.7.1's executable")
     if wanted & {"all", "aws"}:
@@ -175,13 +139,6 @@ def _run_model(
         else:
             print("SKIPPED AWS: give --aws-src PATH to sagemaker-xgboost-container's src/")
     return out
-
-
-def _v2_body(row: object) -> bytes:
-    data = row.astype(float).round(6).tolist()  # type: ignore[attr-defined]
-    shape = [1, len(data[0])]
-    tensor = {"name": "input-0", "shape": shape, "datatype": "FP32", "data": data}
-    return json.dumps({"inputs": [tensor]}).encode()
 
 
 def _cells(port: int, request: Request, args: argparse.Namespace, scratch: Path) -> dict[int, Cell]:
@@ -210,26 +167,11 @@ def _check_answer(port: int, request: Request) -> None:
 
 
 def _wrk(port: int, request: Request, conns: int, seconds: int, scratch: Path) -> Cell:
-    script = scratch / "post.lua"
-    body = json.dumps(request.body.decode())
-    script.write_text(WRK_SCRIPT.format(body=body, ctype=request.content_type))
-    threads = min(2, conns)
-    command = ["wrk", f"-t{threads}", f"-c{conns}", f"-d{seconds}s", "--timeout", "10s"]
-    url = f"http://127.0.0.1:{port}{request.path}"
-    output = subprocess.run(
-        [*command, "--latency", "-s", str(script), url], capture_output=True, text=True, check=True
-    ).stdout
-    if "Non-2xx" in output or "Socket errors" in output:
-        raise RuntimeError(f"wrk saw errors:\n{output}")
-    rps = re.search(r"Requests/sec:\s+([\d.]+)", output)
-    assert rps is not None, output
-    return Cell(_percentile(output, "50%"), _percentile(output, "99%"), float(rps.group(1)))
-
-
-def _percentile(output: str, label: str) -> float:
-    found = re.search(rf"{label}\s+([\d.]+)(us|ms|s)\b", output)
-    assert found is not None, output
-    return float(found.group(1)) * UNITS[found.group(2)]
+    """A wrk run that fails loudly on any socket error as well as on any error answer."""
+    cell = wrk.run(port, request, conns, seconds, scratch)
+    if cell.socket_errors:
+        raise RuntimeError(f"wrk saw {cell.socket_errors} socket errors on {request.path}")
+    return cell
 
 
 @contextlib.contextmanager

@@ -8,11 +8,8 @@ run on the same model (XGBoost binary:logistic, 100 trees, depth 6, 50 features)
 * 10,000 x 50 CSV -> CSV through smserve against the in-process floor (np.loadtxt + predict +
   format).
 
-MLServer runs from its own virtual environment (it pins other versions of our dependencies;
-uvloop 0.22+ breaks its parallel workers: "There is no current event loop"):
+MLServer runs from its own virtual environment (see ``bench/shared/mlserver.py``):
 
-    python3 -m venv .venv-mlserver
-    .venv-mlserver/bin/pip install mlserver==1.7.1 mlserver-xgboost==1.7.1 "uvloop<0.22"
     .venv/bin/python bench/peers/peers.py [--mlserver PATH] [--workers 2] [--seconds 10]
 
 smserve gets ``--workers`` gunicorn workers; MLServer runs twice, with ``parallel_workers`` 0
@@ -23,33 +20,23 @@ against MLServer's better figure.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import http.client
-import json
-import os
-import re
-import shutil
-import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 if not __package__:  # run as a file: `bench` imports from the repository root
     sys.path[0] = str(Path(__file__).resolve().parents[2])
 from bench.serving import http_csv  # noqa: E402
-from bench.shared import harness  # noqa: E402
+from bench.shared import harness, mlserver, wrk  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-WRK_SCRIPT = """
-wrk.method = "POST"
-wrk.body = {body}
-wrk.headers["Content-Type"] = "{content_type}"
-"""
 
 
 def main() -> None:
     args = _arguments()
+    wrk.ensure_installed()
     with tempfile.TemporaryDirectory() as scratch:
         model_dir = Path(scratch) / "model"
         floor = http_csv.xgboost_floor(model_dir)
@@ -64,8 +51,10 @@ def main() -> None:
                     print("smserve+nginx V2", v2, flush=True)
         for workers in (0, args.workers) if args.mlserver else ():
             name = f"MLServer 1.7.1 pw={workers}"
-            with _mlserver(Path(args.mlserver), model_dir, Path(scratch) / name, workers) as port:
-                results[name] = _measure_v2(port, args, Path(scratch), "/v2/models/m/infer")
+            executable, run_dir = Path(args.mlserver), Path(scratch) / name
+            with mlserver.mlserver(executable, model_dir, run_dir, workers) as ports:
+                path = f"/v2/models/{mlserver.MODEL}/infer"
+                results[name] = _measure_v2(ports.http, args, Path(scratch), path)
             print(name, results[name], flush=True)
     _report(results)
 
@@ -89,7 +78,7 @@ def _measure_smserve(
     one = harness.csv_body(harness.rows(1))
     samples = harness.timings_ms(lambda: client.post(one, "text/csv", "text/csv"), args.repeat)
     result = _latency(samples)
-    result.update(_wrk(port, "/invocations", one, "text/csv", args.seconds, scratch))
+    result.update(_wrk(port, wrk.Request("/invocations", one, "text/csv"), args.seconds, scratch))
     big = harness.csv_body(harness.rows(10_000))
     assert client.post(big, "text/csv", "text/csv") == floor(big), "HTTP and floor differ"
     http_ms = harness.timings_ms(lambda: client.post(big, "text/csv", "text/csv"), 10, warmup=2)
@@ -101,7 +90,7 @@ def _measure_smserve(
 
 def _measure_v2(port: int, args: argparse.Namespace, scratch: Path, path: str) -> dict[str, float]:
     """1 row as a V2 JSON tensor on ``path``: p50/p99 and 16 clients."""
-    body = _v2_body(1)
+    body = harness.v2_body(harness.rows(1))
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
     def infer() -> None:
@@ -112,79 +101,23 @@ def _measure_v2(port: int, args: argparse.Namespace, scratch: Path, path: str) -
             raise RuntimeError(f"MLServer answered {response.status}: {data[:200]!r}")
 
     result = _latency(harness.timings_ms(infer, args.repeat))
-    result.update(_wrk(port, path, body, "application/json", args.seconds, scratch))
+    result.update(_wrk(port, wrk.Request(path, body, "application/json"), args.seconds, scratch))
     return result
-
-
-def _v2_body(n: int) -> bytes:
-    data = harness.rows(n).astype(float).round(6).tolist()
-    tensor = {"name": "input-0", "shape": [n, harness.N_FEATURES], "datatype": "FP32", "data": data}
-    return json.dumps({"inputs": [tensor]}).encode()
 
 
 def _latency(samples: list[float]) -> dict[str, float]:
     return {"p50_ms": harness.percentile(samples, 50), "p99_ms": harness.percentile(samples, 99)}
 
 
-def _wrk(
-    port: int, path: str, body: bytes, content_type: str, seconds: int, scratch: Path
-) -> dict[str, float]:
-    script = scratch / "post.lua"
-    script.write_text(WRK_SCRIPT.format(body=json.dumps(body.decode()), content_type=content_type))
-    command = ["wrk", "-t2", "-c16", f"-d{seconds}s", "--latency", "-s", str(script)]
-    output = subprocess.run(
-        [*command, f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True, check=True
-    ).stdout
-    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
-    if errors:
-        raise RuntimeError(f"wrk saw error answers:\n{output}")
-    socket = re.search(
-        r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output
-    )
+def _wrk(port: int, request: wrk.Request, seconds: int, scratch: Path) -> dict[str, float]:
+    """16 connections under wrk."""
+    cell = wrk.run(port, request, 16, seconds, scratch)
     return {
-        "socket_errors": float(sum(int(n) for n in socket.groups())) if socket else 0.0,
-        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1)),  # type: ignore[union-attr]
-        "c16_p50_ms": _wrk_ms(output, "50%"),
-        "c16_p99_ms": _wrk_ms(output, "99%"),
+        "socket_errors": float(cell.socket_errors),
+        "rps": cell.rps,
+        "c16_p50_ms": cell.p50_ms,
+        "c16_p99_ms": cell.p99_ms,
     }
-
-
-def _wrk_ms(output: str, label: str) -> float:
-    value, unit = re.search(rf"{label}\s+([\d.]+)(us|ms|s)", output).groups()  # type: ignore[union-attr]
-    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
-
-
-@contextlib.contextmanager
-def _mlserver(mlserver: Path, model_dir: Path, scratch: Path, workers: int) -> Iterator[int]:
-    repo = scratch / "mlserver"
-    (repo / "m").mkdir(parents=True)
-    shutil.copy(model_dir / "xgboost-model", repo / "m" / "model.json")
-    settings = {"implementation": "mlserver_xgboost.XGBoostModel", "name": "m"}
-    (repo / "m" / "model-settings.json").write_text(json.dumps(settings))
-    port = harness.free_port()
-    server = {
-        "http_port": port,
-        "grpc_port": harness.free_port(),
-        "metrics_port": harness.free_port(),
-    }
-    (repo / "settings.json").write_text(json.dumps({**server, "parallel_workers": workers}))
-    env = {**os.environ, "MLSERVER_LOGGING_LEVEL": "WARNING"}
-    process = subprocess.Popen(
-        [str(mlserver), "start", str(repo)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        harness.wait_ready(port, process, "/v2/models/m/ready", 120)
-        yield port
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
 
 
 def _report(results: dict[str, dict[str, float]]) -> None:

@@ -27,12 +27,10 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import hashlib
 import io
 import multiprocessing
 import os
 import re
-import subprocess
 import sys
 import threading
 import time
@@ -42,23 +40,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import psutil
 
 if not __package__:  # run as a file: `bench` imports from the repository root
     sys.path[0] = str(Path(__file__).resolve().parents[2])
+from bench.scoring import ray_loopback, score_overhead  # noqa: E402
+from bench.scoring.engine_runs import digest, load_average, score_command, timed, write_csv  # noqa: E402
 from bench.shared import harness  # noqa: E402
 
 MIB = 1024 * 1024
-PIECE_ROWS = 50_000
-
-
-def write_csv(path: Path, n_rows: int) -> None:
-    if path.exists() and path.with_suffix(".rows").read_text() == str(n_rows):
-        return
-    with path.open("wb") as sink:
-        for start in range(0, n_rows, PIECE_ROWS):
-            sink.write(harness.csv_body(harness.rows(min(PIECE_ROWS, n_rows - start), start)))
-    path.with_suffix(".rows").write_text(str(n_rows))
 
 
 def _floor_part(args: tuple[str, str, int, int, bool]) -> tuple[int, float]:
@@ -127,25 +116,6 @@ def floor(model: Path, data: Path, workers: int, service: bool = False) -> float
     return sum(r for r, _ in results) / max(t for _, t in results)
 
 
-def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS of the process tree (MiB) and stderr of ``command``."""
-    began = time.perf_counter()
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
-    peak, tree = 0, psutil.Process(process.pid)
-    reader = concurrent.futures.ThreadPoolExecutor(1).submit(process.stderr.read)  # type: ignore[union-attr]
-    while process.poll() is None:
-        try:
-            procs = [tree, *tree.children(recursive=True)]
-            peak = max(peak, sum(p.memory_info().rss for p in procs))
-        except psutil.Error:
-            pass
-        time.sleep(0.1)
-    stderr = reader.result()
-    if process.returncode != 0:
-        raise RuntimeError(f"{command[1:3]} exited {process.returncode}: {stderr[-2000:]}")
-    return time.perf_counter() - began, peak / MIB, stderr
-
-
 def endpoint(model_dir: Path, data: Path, out: Path, workers: int) -> float:
     from smserve.scoring.split import chunks
 
@@ -174,10 +144,6 @@ def steady_rate(log: str) -> float:
     """The rate `smserve score` reports once its workers answered the first mini-batch."""
     found = re.search(r"; ([\d,]+) records/s after", log)
     return float(found.group(1).replace(",", "")) if found else float("nan")
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
 def main() -> None:
@@ -215,8 +181,6 @@ def main() -> None:
     print(f"{n:,} rows x 50 features, {size_mb:,.0f} MB of CSV, {args.workers} workers", flush=True)
     print(f"load average at the start: {load_average()}", flush=True)
     if args.fixed_cost:
-        from bench.scoring import score_overhead
-
         score_overhead.run(args, data)
         return
     best = rounds(args, data)
@@ -253,29 +217,19 @@ def main() -> None:
 
 def ray_run(args: argparse.Namespace) -> tuple[float, float, str]:
     """``timed`` for the Ray command, on the cluster the flags name (a fresh one by default)."""
-    from bench.scoring import ray_loopback
 
-    ray = [*command(args), "--output", str(args.dir / "ray"), "--engine", "ray", "--address"]
+    def ray(address: str) -> list[str]:
+        engine = ["--engine", "ray", "--address", address]
+        return score_command(args, args.dir / "in" / "data.csv", args.dir / "ray", engine)
+
     if args.ray_address is not None:
-        return timed([*ray, args.ray_address])
+        return timed(ray(args.ray_address))
     if not args.ray_cluster:
         with ray_loopback.fresh_environment() as env:
-            return timed([*ray, "local"], env)
+            return timed(ray("local"), env)
     with ray_loopback.loopback_cluster(2) as cluster:
-        timed([*ray, cluster.address], cluster.env())  # a cluster's first job starts Ray Data
-        return timed([*ray, cluster.address], cluster.env())
-
-
-def load_average() -> str:
-    return " ".join(f"{value:.2f}" for value in os.getloadavg())
-
-
-def command(args: argparse.Namespace) -> list[str]:
-    data, model_dir = args.dir / "in" / "data.csv", args.dir / "model"
-    return [
-        harness.SMSERVE, "score", str(data), "--model-dir", str(model_dir),
-        "--content-type", "text/csv", "--accept", "text/csv", "--workers", str(args.workers),
-    ]  # fmt: skip
+        timed(ray(cluster.address), cluster.env())  # a cluster's first job starts Ray Data
+        return timed(ray(cluster.address), cluster.env())
 
 
 @dataclass
@@ -294,7 +248,8 @@ def rounds(args: argparse.Namespace, data: Path) -> Best:
     for _ in range(args.repeat):
         best.floor = max(best.floor, floor(model, data, args.workers))
         best.service = max(best.service, floor(model, data, args.workers, service=True))
-        wall, rss, log = timed([*command(args), "--output", str(args.dir / "local")])
+        local = score_command(args, data, args.dir / "local", [])
+        wall, rss, log = timed(local)
         if wall < best.wall:
             best.wall, best.rss = wall, rss
         best.steady = max(best.steady, steady_rate(log))

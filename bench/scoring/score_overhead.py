@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.scoring import ray_loopback, score_files
+from bench.scoring import engine_runs, ray_loopback
+from bench.scoring.engine_runs import Fit, Inputs
 
 # What the command logs about its own time (smserve.ray.engine, smserve.scoring.command).
 PARTS = {
@@ -32,72 +32,35 @@ COMMAND_TIME = r"records in ([\d.]+) s"
 TARGET = 0.6  # issue 14: the Ray engine >= 0.6x the local engine's rows/s
 
 
-@dataclass
-class Fit:
-    """Best wall seconds for N and 2N rows, and the log of the best N-row run."""
-
-    rows: int
-    one: float = float("inf")
-    two: float = float("inf")
-    log: str = ""
-    same: list[bool] = field(default_factory=list)
-
-    @property
-    def marginal(self) -> float:
-        return self.rows / (self.two - self.one)
-
-    @property
-    def overhead(self) -> float:
-        return 2 * self.one - self.two
-
-    @property
-    def whole(self) -> float:
-        return self.rows / self.one
-
-
 def run(args: argparse.Namespace, data: Path) -> None:
-    two, out = _two_files(data), args.dir / "overhead"
-    score_files.timed(_command(args, data, out / "reference", []))  # also warms the page cache
-    reference = score_files.digest(out / "reference" / "data.csv.out")
-    fits = {"local": measure(args, [], data, two, reference)}
+    inputs = engine_runs.reference_inputs(args, data, args.dir / "overhead")
+    fits = {"local": measure(args, [], inputs)}
     if not args.skip_ray:
         fresh = ["--engine", "ray", "--address", "local"]  # never a cluster left running here
         with ray_loopback.fresh_environment() as env:
-            fits["ray, fresh cluster"] = measure(args, fresh, data, two, reference, env)
+            fits["ray, fresh cluster"] = measure(args, fresh, inputs, env)
     if args.ray_running:
         with ray_loopback.loopback_cluster(2) as cluster:
             extra = ["--engine", "ray", "--address", cluster.address]
-            score_files.timed(_command(args, data, args.dir / "warm-up", extra), cluster.env())
-            name = "ray, running 2 nodes"
-            fits[name] = measure(args, extra, data, two, reference, cluster.env())
+            warm_up = engine_runs.score_command(args, data, args.dir / "warm-up", extra)
+            engine_runs.timed(warm_up, cluster.env())
+            fits["ray, running 2 nodes"] = measure(args, extra, inputs, cluster.env())
     report(fits)
-    print(f"load average at the end: {score_files.load_average()}", flush=True)
+    print(f"load average at the end: {engine_runs.load_average()}", flush=True)
 
 
 def measure(
-    args: argparse.Namespace, extra: list[str], one: Path, two: Path, reference: str,
-    env: dict[str, str] | None = None,
-) -> Fit:  # fmt: skip
-    fit, out = Fit(args.rows), args.dir / "overhead"
+    args: argparse.Namespace, extra: list[str], inputs: Inputs, env: dict[str, str] | None = None
+) -> Fit:
+    fit = Fit(args.rows)
     for _ in range(args.repeat):
-        wall, _, log = score_files.timed(_command(args, one, out / "one", extra), env)
-        if wall < fit.one:
-            fit.one, fit.log = wall, log
-        fit.two = min(fit.two, score_files.timed(_command(args, two, out / "two", extra), env)[0])
-        outputs = [out / "one" / "data.csv.out", *(out / "two").glob("*.out")]
-        digests = [score_files.digest(path) for path in outputs]
-        fit.same.append(len(digests) == 3 and set(digests) == {reference})
+        engine_runs.one_round(fit, args, extra, inputs, env)
     return fit
 
 
 def report(fits: dict[str, Fit]) -> None:
     local = fits["local"]
-    print(f"{'engine':<22} {'whole, N rows':>22} {'marginal rows/s':>24} {'fixed overhead':>15}")
-    for name, fit in fits.items():
-        whole = f"{fit.whole:,.0f} ({fit.whole / local.whole:.2f}x)"
-        marginal = f"{fit.marginal:,.0f} ({fit.marginal / local.marginal:.2f}x)"
-        times = f"N: {fit.one:.2f} s, 2N: {fit.two:.2f} s, identical: {all(fit.same)}"
-        print(f"{name:<22} {whole:>22} {marginal:>24} {fit.overhead:>13.2f} s   {times}")
+    engine_runs.print_fits(fits)
     for name, fit in fits.items():
         if name != "local":
             print(f"ray/local ({name}): whole command {fit.whole / local.whole:.2f}x, marginal "
@@ -127,21 +90,3 @@ def parts(fit: Fit) -> None:
     if own:
         rest = fit.one - float(own.group(1))  # the command times itself from after its imports
         print(f"    {'Python start, imports, exit':<34} {rest:6.2f} s")
-
-
-def _two_files(data: Path) -> Path:
-    """A folder of two names for the same bytes (a hard link: no second 458 MB on disk)."""
-    folder = data.parent.parent / "in2"
-    folder.mkdir(exist_ok=True)
-    for name in ("a.csv", "b.csv"):
-        (folder / name).unlink(missing_ok=True)
-        (folder / name).hardlink_to(data)
-    return folder
-
-
-def _command(args: argparse.Namespace, inputs: Path, output: Path, extra: list[str]) -> list[str]:
-    return [
-        score_files.harness.SMSERVE, "score", str(inputs), "--model-dir", str(args.dir / "model"),
-        "--content-type", "text/csv", "--accept", "text/csv", "--workers", str(args.workers),
-        "--output", str(output), *extra,
-    ]  # fmt: skip

@@ -15,7 +15,8 @@ with the floor measured before each block; prints each tree's median of block p5
 ratio to the median floor, and the 1-row p50.
 
     .venv/bin/python bench/serving/columnar.py [--repeat-small 2000] [--repeat-large 20]
-    .venv/bin/python bench/serving/columnar.py --against /tmp/prev/src [--blocks 10] [--repeat-large 20]
+    .venv/bin/python bench/serving/columnar.py --against /tmp/prev/src [--blocks 10] \\
+        [--repeat-large 20]
 """
 
 from __future__ import annotations

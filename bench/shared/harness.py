@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import io
+import json
 import os
 import socket
 import statistics
@@ -15,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import xgboost as xgb
@@ -44,6 +46,68 @@ def build_kmeans(model_dir: Path, k: int = 10) -> np.ndarray:
     model_dir.mkdir(parents=True, exist_ok=True)
     write_ndarray_file(model_dir / "model_algo-1", centroids)
     return centroids
+
+
+def build_big(model_dir: Path, n_trees: int = 1000, depth: int = 8, n_features: int = 100) -> None:
+    """binary:logistic, ``n_trees`` full trees of ``depth`` (511 nodes each for depth 8) on
+    ``n_features`` features. The trees are generated, not trained: training 1,000 trees of
+    depth 8 takes over half an hour on this shared machine, and rarely fills them (confident
+    rows stop splitting), while prediction costs what the trees' shape costs, whatever fitted
+    their values. Thresholds are drawn like the features (standard normal), so every path is
+    taken; XGBoost loads and predicts the file as any other."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(200, n_features)).astype(np.float32)
+    template = xgb.train(
+        {"objective": "binary:logistic", "max_depth": 1, "nthread": 1},
+        xgb.DMatrix(x, label=(x[:, 0] > 0).astype(np.float32)),
+        num_boost_round=1,
+    )
+    document = json.loads(template.save_raw("json"))
+    model = document["learner"]["gradient_booster"]["model"]
+    model["trees"] = [_full_tree(i, depth, n_features, rng) for i in range(n_trees)]
+    model["tree_info"] = [0] * n_trees
+    model["iteration_indptr"] = list(range(n_trees + 1))
+    model["gbtree_model_param"]["num_trees"] = str(n_trees)
+    model_dir.mkdir(parents=True, exist_ok=True)
+    (model_dir / "xgboost-model").write_text(json.dumps(document))
+
+
+def _full_tree(index: int, depth: int, n_features: int, rng: np.random.Generator) -> dict[str, Any]:
+    n_inner, n_nodes = 2**depth - 1, 2 ** (depth + 1) - 1
+    nodes = np.arange(n_nodes)
+    inner = nodes < n_inner
+    values = np.where(inner, rng.normal(size=n_nodes), rng.normal(scale=0.05, size=n_nodes))
+    return {
+        "base_weights": [0.0] * n_nodes,
+        "categories": [],
+        "categories_nodes": [],
+        "categories_segments": [],
+        "categories_sizes": [],
+        "default_left": rng.integers(0, 2, n_nodes).tolist(),
+        "id": index,
+        "left_children": np.where(inner, 2 * nodes + 1, -1).tolist(),
+        "right_children": np.where(inner, 2 * nodes + 2, -1).tolist(),
+        "loss_changes": [0.0] * n_nodes,
+        "parents": [2147483647, *((nodes[1:] - 1) // 2).tolist()],
+        "split_conditions": values.astype(np.float32).tolist(),
+        "split_indices": np.where(inner, rng.integers(0, n_features, n_nodes), 0).tolist(),
+        "split_type": [0] * n_nodes,
+        "sum_hessian": [1.0] * n_nodes,
+        "tree_param": {
+            "num_deleted": "0",
+            "num_feature": str(n_features),
+            "num_nodes": str(n_nodes),
+            "size_leaf_vector": "1",
+        },
+    }
+
+
+def v2_body(matrix: np.ndarray) -> bytes:
+    """``matrix`` as one V2 (Open Inference Protocol) JSON infer request: an FP32 tensor
+    ``input-0``, values rounded to 6 decimals as a client writing JSON would send them."""
+    data = matrix.astype(float).round(6).tolist()
+    tensor = {"name": "input-0", "shape": list(matrix.shape), "datatype": "FP32", "data": data}
+    return json.dumps({"inputs": [tensor]}).encode()
 
 
 def rows(n: int, seed: int = 2) -> np.ndarray:
@@ -109,6 +173,20 @@ def wait_ready(port: int, process: subprocess.Popen[bytes], path: str, timeout_s
                 return
         time.sleep(0.1)
     raise RuntimeError(f"{process.args!r} was not ready within {timeout_s} s")
+
+
+def register_models(port: int, names: tuple[str, ...]) -> None:
+    """Load each model into a multi-model server (SageMaker's LoadModel call), its folder
+    under the models directory named as the model."""
+    for name in names:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        body = json.dumps({"model_name": name, "url": name})
+        headers = {"Content-Type": "application/json"}
+        connection.request("POST", "/models", body=body, headers=headers)
+        response = connection.getresponse()
+        if response.status != 200:
+            raise RuntimeError(f"loading {name}: {response.status} {response.read()[:300]!r}")
+        connection.close()
 
 
 @dataclass

@@ -48,20 +48,12 @@ class Proxied:
 
 
 def children(parent: int) -> list[int]:
-    """Direct children of ``parent``, from /proc."""
+    """Direct children of ``parent`` (of every thread of it), from /proc; [] once it has gone."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and _parent_of(entry) == parent:
-            found.append(int(entry.name))
+    for task in Path(f"/proc/{parent}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            found += [int(child) for child in (task / "children").read_text().split()]
     return found
-
-
-def _parent_of(entry: Path) -> int | None:
-    try:
-        stat = (entry / "stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[1])
 
 
 def _is_nginx(pid: int) -> bool:
