@@ -27,7 +27,6 @@ import io
 import statistics
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -118,12 +117,14 @@ def alternated(model_dir: Path, against: str, blocks: int, repeat: int, repeat_s
             for name, env in trees.items()
         }
         for block in range(blocks):
-            floors.append(_p50(lambda: floor(large), max(5, repeat // 2), 2))
+            floors.append(harness.p50_ms(lambda: floor(large), max(5, repeat // 2), 2))
             for name in list(trees) if block % 2 == 0 else list(trees)[::-1]:
                 post = posts[name]
-                big[name].append(_p50(lambda p=post: p(large, media.CSV, media.CSV), repeat, 2))
+                big[name].append(
+                    harness.p50_ms(lambda p=post: p(large, media.CSV, media.CSV), repeat, 2)
+                )
                 one[name].append(
-                    _p50(lambda p=post: p(small, media.CSV, media.CSV), repeat_small, 20)
+                    harness.p50_ms(lambda p=post: p(small, media.CSV, media.CSV), repeat_small, 20)
                 )
     floor_ms = statistics.median(floors)
     print(f"  floor 10k x 50 (numpy), median of {blocks} block p50s: {floor_ms:.2f} ms")
@@ -134,10 +135,6 @@ def alternated(model_dir: Path, against: str, blocks: int, repeat: int, repeat_s
             f"blocks {' '.join(f'{x:.1f}' for x in big[name])}; "
             f"1 row p50 {statistics.median(one[name]):.3f} ms"
         )
-
-
-def _p50(call: Callable[[], object], repeat: int, warmup: int) -> float:
-    return harness.percentile(harness.timings_ms(call, repeat, warmup), 50)
 
 
 def main() -> None:

@@ -107,24 +107,24 @@ def stages(model_dir: Path, repeat: int) -> None:
     codec, recordio, parsed = CsvCodec(), RecordioCodec(), media.MediaType(media.CSV)
     body = harness.csv_body(harness.rows(10_000))
     batch = codec.decode(body, parsed)
-    p50 = {"decode CSV": _p50(lambda: codec.decode(body, parsed), repeat)}
+    p50 = {"decode CSV": harness.p50_ms(lambda: codec.decode(body, parsed), repeat)}
     for key in (None, "approximate_contributions"):
         outputs = None if key is None else (key,)
         prediction = algorithm.predict(batch, outputs)
         name = key or "plain"
-        p50[f"predict {name}"] = _p50(lambda o=outputs: algorithm.predict(batch, o), repeat)
-        p50[f"encode {name} CSV"] = _p50(lambda p=prediction: codec.encode(p), repeat)
-        p50[f"encode {name} RecordIO"] = _p50(lambda p=prediction: recordio.encode(p), repeat)
+        p50[f"predict {name}"] = harness.p50_ms(
+            lambda o=outputs: algorithm.predict(batch, o), repeat
+        )
+        p50[f"encode {name} CSV"] = harness.p50_ms(lambda p=prediction: codec.encode(p), repeat)
+        p50[f"encode {name} RecordIO"] = harness.p50_ms(
+            lambda p=prediction: recordio.encode(p), repeat
+        )
     for stage, value in p50.items():
         print(f"  in-process 10k x 50 {stage:<40} p50 {value:7.3f} ms")
     for spare_cpu in (False, True):  # as an overlap's chunks ask (one thread of two)
         call = partial(algorithm.predict, batch, ("approximate_contributions",), spare_cpu)
         name = "predict approximate, sparing a CPU" if spare_cpu else "predict approximate"
         print(f"  in-process 10k x 50 {name:<40} CPU {_cpu_ms(call, repeat):7.3f} ms a call")
-
-
-def _p50(call: Callable[[], object], repeat: int) -> float:
-    return harness.percentile(harness.timings_ms(call, repeat, 2), 50)
 
 
 def _cpu_ms(call: Callable[[], object], repeat: int) -> float:

@@ -223,6 +223,11 @@ def percentile(samples: list[float], pct: float) -> float:
     return float(np.percentile(np.asarray(samples), pct))
 
 
+def p50_ms(call: Callable[[], object], repeat: int, warmup: int = 2) -> float:
+    """The median of ``repeat`` timed calls, in ms, after ``warmup`` untimed ones."""
+    return percentile(timings_ms(call, repeat, warmup), 50)
+
+
 def summary(samples: list[float]) -> str:
     return (
         f"p50 {percentile(samples, 50):7.3f} ms  p99 {percentile(samples, 99):7.3f} ms  "
