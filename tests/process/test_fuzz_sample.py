@@ -1,10 +1,9 @@
-"""bench/fuzz.py as part of the suite: a 5,000-request sample against real proxied servers
+"""bench/fuzz/fuzz.py as part of the suite: a 5,000-request sample against real proxied servers
 (XGBoost and k-means through nginx), and its detectors against a server that misbehaves on
 purpose (a desync after a keep-alive answer, a 5xx, a non-JSON error)."""
 
 from __future__ import annotations
 
-import importlib.util
 import signal
 import socket
 import subprocess
@@ -12,13 +11,14 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from bench.fuzz import fuzz
+
 pytestmark = pytest.mark.process
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+FUZZ = Path(__file__).resolve().parents[2] / "bench" / "fuzz" / "fuzz.py"
 SAMPLE = 5000
 # Starting its servers (models trained, nginx and gunicorn up) is most of the run: on a busy
 # machine that alone took over 3 minutes.
@@ -26,7 +26,7 @@ RUN_TIMEOUT_S = 480
 
 
 def test_a_fuzz_sample_breaks_no_invariant() -> None:
-    command = [sys.executable, str(BENCH / "fuzz.py"), "--count", str(SAMPLE), "--seed", "7"]
+    command = [sys.executable, str(FUZZ), "--count", str(SAMPLE), "--seed", "7"]
     command += ["--seconds", "60", "--clients", "4", "--workers", "1"]
     done = _run_stopping_cleanly(command, timeout_s=RUN_TIMEOUT_S)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
@@ -52,16 +52,6 @@ def _run_stopping_cleanly(command: list[str], timeout_s: float) -> subprocess.Co
             f"fuzz.py did not finish within {timeout_s} s:\n{stdout[-4000:]}{stderr[-4000:]}"
         )
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
-
-
-def load_fuzz() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fuzz", BENCH / "fuzz.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 BROKEN = (  # answered in turn, one per connection; each then closes without saying so
@@ -94,7 +84,6 @@ def _answer_once_each(listener: socket.socket) -> None:
 
 
 def test_the_fuzzer_sees_a_desync_a_5xx_and_an_html_error(broken_port: int) -> None:
-    fuzz = load_fuzz()
     tally = fuzz.Tally()
     session = fuzz.Session(broken_port, tally)
     for _ in range(3):  # answered (bad envelope), dropped on reuse, answered 502 in HTML

@@ -1,4 +1,4 @@
-"""bench/hostile.py's sample as part of the suite: a case of each class (compressed bombs,
+"""bench/hostile/hostile.py's sample as part of the suite: a case of each class (compressed bombs,
 a wide row, deep and long JSON, smuggled framing, an idle-connection flood, a model folder
 linking outside the models directory) through two real servers behind nginx, with the
 bounds asserted: no answer >= 500, every error in the JSON envelope, a worker's peak RSS
@@ -16,13 +16,13 @@ import pytest
 
 pytestmark = pytest.mark.process
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+HOSTILE = Path(__file__).resolve().parents[2] / "bench" / "hostile" / "hostile.py"
 OWN_CLASSES = {"bomb", "wide", "json"}  # decided by the request's budget and the parsers
 
 
 def test_the_hostile_sample_stays_within_its_bounds(tmp_path: Path) -> None:
     report = tmp_path / "hostile.json"
-    command = [sys.executable, str(BENCH / "hostile.py"), "--sample", "--json", str(report)]
+    command = [sys.executable, str(HOSTILE), "--sample", "--json", str(report)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=240)
     assert report.exists(), done.stdout[-4000:] + done.stderr[-4000:]
     rows = json.loads(report.read_text())

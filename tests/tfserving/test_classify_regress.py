@@ -211,7 +211,7 @@ def test_real_xgboost_maps_examples_by_the_boosters_feature_names(tmp_path: Path
 
 @pytest.mark.parametrize("verb", ["classify", "regress"])
 def test_invalid_utf8_in_the_request_is_a_400(api: TFServingAPI, verb: str) -> None:
-    # Found by bench/fuzz.py: the message echoes the document, lone surrogates and all.
+    # Found by bench/fuzz/fuzz.py: the message echoes the document, lone surrogates and all.
     body = b'{"signature_name": "serving_default", "in\xc0\xafstances": [[1.0]]}'
     reply = handle(api, "POST", f"/v1/models/bin:{verb}", body)
     assert reply.status == 400

@@ -1,6 +1,6 @@
 """Every decoder charges what a body declares to the request's memory budget before it
 decompresses or allocates: tiny bombs, built here (the Arrow and Parquet ones by
-``bench/hostile_bodies.py``, which writes the metadata by hand), against a small budget.
+``bench/hostile/hostile_bodies.py``, which writes the metadata by hand), against a small budget.
 
 A body that only *declares* a huge size (its data is a few bytes) proves the order: were it
 decompressed first, pyarrow would fail on the data (a 400) or try to allocate the size; the
@@ -8,18 +8,15 @@ budget's 413 comes before either."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import struct
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from bench.hostile import hostile_bodies
 from smserve import media
 from smserve.budget import MemoryBudget
 from smserve.codecs.arrow import ArrowCodec
@@ -40,20 +37,6 @@ KIB = 1024
 SMALL = DecodeContext(budget=MemoryBudget(cap_bytes=64 * KIB))  # every limit is 64 KiB
 
 
-def load_bodies() -> ModuleType:
-    path = Path(__file__).resolve().parents[3] / "bench" / "hostile_bodies.py"
-    spec = importlib.util.spec_from_file_location("hostile_bodies", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-BODIES = load_bodies()
-
-
 def decode(codec: Decoder, body: bytes, context: DecodeContext = SMALL) -> Features:
     return codec.decode(body, MediaType(codec.media_type), context).features
 
@@ -64,10 +47,10 @@ def decode(codec: Decoder, body: bytes, context: DecodeContext = SMALL) -> Featu
 @pytest.mark.parametrize("codec", ["zstd", "lz4"])
 @pytest.mark.parametrize("file", [False, True], ids=["stream", "file"])
 def test_a_compressed_arrow_buffer_is_charged_before_it_is_inflated(codec: str, file: bool) -> None:
-    honest = BODIES.arrow_bomb(256 * KIB, codec, file)  # really inflates to 256 KiB
+    honest = hostile_bodies.arrow_bomb(256 * KIB, codec, file)  # really inflates to 256 KiB
     with pytest.raises(PayloadTooLarge, match="buffers inflating to 262144 bytes"):
         decode(ArrowCodec(file), honest)
-    lying = BODIES.arrow_bomb(1 << 40, codec, file, lie=True)  # declares 1 TiB, holds 64 B
+    lying = hostile_bodies.arrow_bomb(1 << 40, codec, file, lie=True)  # declares 1 TiB, holds 64 B
     with pytest.raises(PayloadTooLarge, match="buffers inflating to 1099511627776 bytes"):
         decode(ArrowCodec(file), lying)
     assert decode(ArrowCodec(file), honest, DecodeContext()).shape == (32 * KIB, 1)
@@ -91,7 +74,7 @@ def test_rows_a_record_batch_declares_are_charged() -> None:
     ids=["truncated", "metadata-length"],
 )
 def test_arrow_metadata_that_does_not_add_up_is_400(patch: object, problem: str) -> None:
-    body = BODIES.arrow_bomb(4 * KIB)
+    body = hostile_bodies.arrow_bomb(4 * KIB)
     with pytest.raises(DecodeError, match=f"not a readable Arrow IPC stream: .*{problem}"):
         decode(ArrowCodec(), patch(body))  # type: ignore[operator]
 
@@ -100,24 +83,25 @@ def test_arrow_metadata_that_does_not_add_up_is_400(patch: object, problem: str)
 
 
 def test_a_parquet_page_is_charged_before_it_is_inflated() -> None:
-    honest = BODIES.parquet_page_bomb(256 * KIB)
+    honest = hostile_bodies.parquet_page_bomb(256 * KIB)
     with pytest.raises(PayloadTooLarge, match="3 rows of 1 column .pages inflating to 262144"):
         decode(ParquetCodec(), honest)
-    lying = BODIES.parquet_page_bomb((1 << 31) - 1, lie=True)  # declares 2 GiB, inflates to 24 B
+    # declares 2 GiB, inflates to 24 B
+    lying = hostile_bodies.parquet_page_bomb((1 << 31) - 1, lie=True)
     with pytest.raises(PayloadTooLarge, match="pages inflating to 2147483647 bytes"):
         decode(ParquetCodec(), lying)
     assert np.asarray(decode(ParquetCodec(), honest, DecodeContext())).tolist() == [[0.0]] * 3
 
 
 def test_a_footer_of_many_columns_is_charged_before_pyarrow_parses_it() -> None:
-    body = BODIES.parquet_wide(40)  # 41 schema elements at 8 KiB each: 328 KiB
+    body = hostile_bodies.parquet_wide(40)  # 41 schema elements at 8 KiB each: 328 KiB
     with pytest.raises(PayloadTooLarge, match="a footer declaring 41 schema elements"):
         decode(ParquetCodec(), body)
 
 
 def test_rows_a_parquet_footer_declares_are_charged() -> None:
     with pytest.raises(PayloadTooLarge, match="1000000000000 rows of 50 columns"):
-        decode(ParquetCodec(), BODIES.parquet_rows_lie(10**12), DecodeContext())
+        decode(ParquetCodec(), hostile_bodies.parquet_rows_lie(10**12), DecodeContext())
 
 
 @pytest.mark.parametrize("compression", ["snappy", "gzip", "lz4", "zstd", "brotli", "none"])
@@ -132,13 +116,13 @@ def test_real_files_of_every_codec_fit_their_budget(compression: str) -> None:
 
 
 def test_a_page_past_its_column_chunk_is_400() -> None:
-    body = BODIES.parquet_page_bomb(4 * KIB, lie=True, chunk_short=1)
+    body = hostile_bodies.parquet_page_bomb(4 * KIB, lie=True, chunk_short=1)
     with pytest.raises(DecodeError, match="runs past its column chunk"):
         decode(ParquetCodec(), body, DecodeContext())
 
 
 def test_a_footer_longer_than_the_file_is_400() -> None:
-    body = BODIES.parquet_wide(2)
+    body = hostile_bodies.parquet_wide(2)
     lying = body[:-8] + struct.pack("<I", len(body)) + b"PAR1"
     with pytest.raises(DecodeError, match="its footer declares .* more than the file holds"):
         decode(ParquetCodec(), lying)

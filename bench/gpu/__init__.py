@@ -1,0 +1,1 @@
+"""GPU checks: the same answers on CUDA as on the CPU, and their times."""

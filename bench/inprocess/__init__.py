@@ -1,0 +1,1 @@
+"""In-process speed and memory: codecs, the fast predictor, decoding and model footprints."""

@@ -1,0 +1,1 @@
+"""Offline scoring (`smserve score`): local, Ray and Spark engines against the floor."""

@@ -1,0 +1,1 @@
+"""Speed of one smserve server over HTTP, against the in-process floor."""

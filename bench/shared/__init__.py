@@ -1,0 +1,1 @@
+"""Shared plumbing of every benchmark: models, a real server, clients, peers' launchers."""
