@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import harness  # noqa: E402
 
 from smserve import media  # noqa: E402
-from smserve.algorithms import load_algorithm  # noqa: E402
+from smserve.algorithms.loading import load_algorithm  # noqa: E402
 from smserve.codecs.csv import CsvCodec  # noqa: E402
 from smserve.codecs.recordio import RecordioCodec  # noqa: E402
 from smserve.config import Settings  # noqa: E402

@@ -101,7 +101,7 @@ def test_json_lines_joined_file_by_file_match_the_local_engine(
 def test_model_scorer_gives_the_endpoints_output_keys(cluster: None, model_dir: Path) -> None:
     import ray.data
 
-    from smserve.algorithms import load_algorithm
+    from smserve.algorithms.loading import load_algorithm
     from smserve.ray import ModelScorer
     from smserve.types import Batch
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from smserve.algorithms import load_algorithm
+from smserve.algorithms.loading import load_algorithm
 from smserve.config import Settings
 from smserve.errors import InvalidInput
 from smserve.types import Batch, FloatArray

@@ -10,8 +10,8 @@ import pytest
 import scipy.sparse as sp
 
 from smserve import media
-from smserve.algorithms import load_algorithm
 from smserve.algorithms.kmeans import KMeans
+from smserve.algorithms.loading import load_algorithm
 from smserve.config import Settings
 from smserve.errors import InvalidInput, ModelLoadError
 from smserve.types import Batch

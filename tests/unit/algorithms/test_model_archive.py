@@ -14,8 +14,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from smserve.algorithms import load_algorithm
 from smserve.algorithms.kmeans import KMeans
+from smserve.algorithms.loading import load_algorithm
 from smserve.algorithms.model_files import opened_model_dir
 from smserve.algorithms.xgboost import XGBoost
 from smserve.config import MIB, Settings

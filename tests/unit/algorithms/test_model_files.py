@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smserve.algorithms import Algorithm, detect_algorithm, load_algorithm
 from smserve.algorithms.kmeans import KMeans
+from smserve.algorithms.loading import Algorithm, detect_algorithm, load_algorithm
 from smserve.algorithms.model_files import candidate_files, opened_model_dir
 from smserve.algorithms.xgboost import XGBoost
 from smserve.config import Settings

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 import xgboost as xgb
 
 from smserve import media
-from smserve.algorithms import load_algorithm
+from smserve.algorithms.loading import load_algorithm
 from smserve.algorithms.xgboost import XGBoost, majority_vote
 from smserve.algorithms.xgboost_model import choose_device, threads_per_worker
 from smserve.config import Settings

@@ -17,7 +17,7 @@ import xgboost as xgb
 LOAD_AND_REPORT = """
 import json, sys
 import numpy as np
-from smserve.algorithms import load_algorithm
+from smserve.algorithms.loading import load_algorithm
 from smserve.config import Settings
 from smserve.types import Batch
 
