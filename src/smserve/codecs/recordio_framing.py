@@ -7,6 +7,9 @@ read sequentially by length; the body is never scanned for the magic. Anything m
 raises DecodeError naming the byte offset. Padding bytes are skipped unread, as every reader
 (dmlc, ml-io, the SageMaker SDK) does.
 
+``read_payloads`` reads a body held whole (the codec's); ``framed_records`` reads a stream one
+frame at a time (``smserve score``'s RecordIO split), with the same checks and messages.
+
 Multi-part records (flag 1, then any number of 2, then 3) are handed on as their parts. Two
 conventions exist: dmlc drops an aligned magic from the payload at each split point and puts it
 back when reading; ml-io cuts anywhere and joins parts with nothing in between. A payload
@@ -19,7 +22,7 @@ No SageMaker client writes multi-part records, and our own writer emits flag 0 o
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -66,33 +69,42 @@ class Payload(NamedTuple):
 
 def read_frame(body: bytes, offset: int) -> Frame:
     """The frame whose header starts at ``offset``; raises DecodeError if it is malformed."""
-    left = len(body) - offset
-    if left < HEADER.size:
+    flag, length = read_header(body[offset : offset + HEADER.size], offset)
+    start = offset + HEADER.size
+    check_room(offset, length, len(body) - start)
+    return Frame(offset, flag, body[start : start + length])
+
+
+def read_header(header: bytes, offset: int) -> tuple[int, int]:
+    """``(flag, payload length)`` of the frame header ``header`` found at byte ``offset``;
+    raises DecodeError for a short header, a bad magic or a flag over 3."""
+    if len(header) < HEADER.size:
         raise DecodeError(
-            f"RecordIO: {left} stray bytes at byte offset {offset}; "
+            f"RecordIO: {len(header)} stray bytes at byte offset {offset}; "
             f"a frame header needs {HEADER.size}"
         )
-    magic, lrec = HEADER.unpack_from(body, offset)
+    magic, lrec = HEADER.unpack(header)
     if magic != MAGIC:
         raise DecodeError(
-            f"RecordIO: bad magic 0x{magic:08X} at byte offset {offset} (expected 0x{MAGIC:08X})"
+            f"RecordIO: bad magic 0x{magic:08X} at byte offset {offset} (expected "
+            f"0x{MAGIC:08X}): no record starts at byte {offset}, or the one before it is cut"
         )
-    return Frame(offset, lrec >> LENGTH_BITS, _payload(body, offset, lrec))
-
-
-def _payload(body: bytes, offset: int, lrec: int) -> bytes:
     flag, length = lrec >> LENGTH_BITS, lrec & LENGTH_MASK
     if flag > LAST:
         raise DecodeError(f"RecordIO: invalid continuation flag {flag} at byte offset {offset + 4}")
-    start = offset + HEADER.size
-    left = len(body) - start
+    return flag, length
+
+
+def check_room(offset: int, length: int, left: int) -> None:
+    """Raises DecodeError unless the ``left`` bytes after the header at ``offset`` hold its
+    ``length``-byte payload and the padding."""
     if length + padding(length) > left:
         what = "payload" if length > left else "padding"
         raise DecodeError(
-            f"RecordIO: truncated {what} at byte offset {start}: the header at byte offset "
-            f"{offset} announces {length} bytes plus {padding(length)} padding, {left} remain"
+            f"RecordIO: truncated {what} at byte offset {offset + HEADER.size}: the record is "
+            f"cut short (the header at byte offset {offset} announces {length} bytes plus "
+            f"{padding(length)} padding, {left} remain)"
         )
-    return body[start : start + length]
 
 
 def iter_frames(body: bytes) -> Iterator[Frame]:
@@ -108,34 +120,67 @@ def read_payloads(body: bytes) -> list[Payload]:
     """The logical records of ``body``; raises DecodeError on a bad multi-part sequence."""
     payloads: list[Payload] = []
     parts: list[Frame] = []
+    sequence = MultiPart()
     for frame in iter_frames(body):
-        _check_sequence(frame, parts)
-        if frame.flag == COMPLETE:
-            payloads.append(Payload(frame.offset, (frame.payload,)))
-            continue
         parts.append(frame)
-        if frame.flag == LAST:
+        if sequence.ends_record(frame.offset, frame.flag):
             payloads.append(Payload(parts[0].offset, tuple(part.payload for part in parts)))
             parts = []
-    if parts:
-        raise DecodeError(
-            f"RecordIO: the multi-part record at byte offset {parts[0].offset} has no last "
-            "part (flag 3) before the end of the body"
-        )
+    sequence.finish()
     return payloads
 
 
-def _check_sequence(frame: Frame, parts: list[Frame]) -> None:
-    opened = bool(parts)
-    if frame.flag in (COMPLETE, FIRST) and opened:
+def framed_records(read: Callable[[int], bytes]) -> Iterator[bytes]:
+    """The records of a stream, each with its framing (a multi-part record's frames together),
+    read one frame at a time: ``read(n)`` returns ``n`` bytes, fewer only at the end."""
+    offset, pending, sequence = 0, b"", MultiPart()
+    while header := read(HEADER.size):
+        flag, length = read_header(header, offset)
+        rest = read(length + padding(length))
+        check_room(offset, length, len(rest))
+        pending += header + rest
+        if sequence.ends_record(offset, flag):
+            yield pending
+            pending = b""
+        offset += len(header) + len(rest)
+    sequence.finish()
+
+
+class MultiPart:
+    """Checks the continuation flags of consecutive frames: a record is one complete frame
+    (flag 0), or a first part (1), any middle parts (2) and a last part (3)."""
+
+    def __init__(self) -> None:
+        self.opened_at: int | None = None
+
+    def ends_record(self, offset: int, flag: int) -> bool:
+        """Whether a record ends with the frame at ``offset``; DecodeError if out of order."""
+        _check_sequence(offset, flag, self.opened_at)
+        if flag == FIRST:
+            self.opened_at = offset
+        if flag in (COMPLETE, LAST):
+            self.opened_at = None
+        return self.opened_at is None
+
+    def finish(self) -> None:
+        """Raises DecodeError when the input ended inside a multi-part record."""
+        if self.opened_at is not None:
+            raise DecodeError(
+                f"RecordIO: the multi-part record at byte offset {self.opened_at} has no last "
+                "part (flag 3) before the end of the body"
+            )
+
+
+def _check_sequence(offset: int, flag: int, opened_at: int | None) -> None:
+    if flag in (COMPLETE, FIRST) and opened_at is not None:
         raise DecodeError(
-            f"RecordIO: frame at byte offset {frame.offset} has flag {frame.flag} inside the "
-            f"multi-part record that starts at byte offset {parts[0].offset}"
+            f"RecordIO: frame at byte offset {offset} has flag {flag} inside the "
+            f"multi-part record that starts at byte offset {opened_at}"
         )
-    if frame.flag in (MIDDLE, LAST) and not opened:
+    if flag in (MIDDLE, LAST) and opened_at is None:
         raise DecodeError(
-            f"RecordIO: frame at byte offset {frame.offset} continues a multi-part record "
-            f"(flag {frame.flag}) but no first part (flag 1) precedes it"
+            f"RecordIO: frame at byte offset {offset} continues a multi-part record "
+            f"(flag {flag}) but no first part (flag 1) precedes it"
         )
 
 
