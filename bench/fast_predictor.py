@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import build_xgboost  # noqa: E402
 
-from smserve.algorithms.xgboost import XGBoost, _predict  # noqa: E402
-from smserve.algorithms.xgboost_model import Member  # noqa: E402
+from smserve.algorithms.xgboost.algorithm import XGBoost, _predict  # noqa: E402
+from smserve.algorithms.xgboost.model import Member  # noqa: E402
 from smserve.config import Settings  # noqa: E402
 
 SIZES = (1, 10, 100, 1000, 10000)

@@ -40,7 +40,7 @@ import harness  # noqa: E402
 from smserve import media  # noqa: E402
 from smserve.algorithms.loading import load_algorithm  # noqa: E402
 from smserve.codecs.csv import CsvCodec  # noqa: E402
-from smserve.codecs.recordio import RecordioCodec  # noqa: E402
+from smserve.codecs.recordio.codec import RecordioCodec  # noqa: E402
 from smserve.config import Settings  # noqa: E402
 from smserve.http.process import tune_malloc  # noqa: E402
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import ray_loopback
 import score_files
 
-# What the command logs about its own time (smserve.ray.engine, smserve.scoring.command).
+# What the command logs about its own time (smserve.scoring.ray.engine, smserve.scoring.command).
 PARTS = {
     "cluster start (ray.init)": r"Ray cluster ready in ([\d.]+) s",
     "dataset set-up (driver)": r"shards set up in ([\d.]+) s",

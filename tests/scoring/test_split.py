@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from smserve.codecs.recordio_framing import HEADER, LENGTH_BITS, MAGIC, read_payloads
+from smserve.codecs.recordio.framing import HEADER, LENGTH_BITS, MAGIC, read_payloads
 from smserve.errors import DecodeError
 from smserve.scoring.split import RecordTooLarge, chunks, records_of
 from tests.unit.codecs.recordio_bodies import body_of, frame_bytes, record

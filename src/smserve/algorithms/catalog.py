@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from smserve.algorithms.kmeans_spec import KMEANS
+from smserve.algorithms.kmeans import KMEANS
 from smserve.algorithms.spec import AlgorithmSpec
-from smserve.algorithms.xgboost_spec import XGBOOST
+from smserve.algorithms.xgboost import XGBOOST
 from smserve.errors import ConfigError
 
 ALGORITHMS: tuple[AlgorithmSpec, ...] = (KMEANS, XGBOOST)

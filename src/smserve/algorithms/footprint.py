@@ -12,7 +12,7 @@ table and the method are in docs/multi-model.md):
 * XGBoost: the booster's trees cost about the same whatever the file's format, but JSON takes
   more bytes per tree than UBJSON, and parsing JSON briefly needs about ten times the file.
   With more than one XGBoost thread per worker, a booster of at most SINGLE_COPY_MAX_BYTES
-  is kept twice (``xgboost_model.configure``).
+  is kept twice (``xgboost.model.configure``).
 * k-means: the centroids as float64 (twice a float32 file), read once whole; a worker's
   first ``.skops`` model also imports scikit-learn.
 
@@ -29,14 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from smserve.algorithms.catalog import chosen
-from smserve.algorithms.centroids import SKOPS_SUFFIX, is_kmeans_artifact
 from smserve.algorithms.confinement import open_file, regular_files
+from smserve.algorithms.kmeans.centroids import SKOPS_SUFFIX, is_kmeans_artifact
 from smserve.algorithms.model_files import candidate_files, is_archive
 from smserve.config import Settings
 from smserve.errors import ModelLoadError
 
 MIB = 1 << 20
-SINGLE_COPY_MAX_BYTES = 128 * MIB  # a larger booster is never copied (xgboost_model)
+SINGLE_COPY_MAX_BYTES = 128 * MIB  # a larger booster is never copied (xgboost.model)
 HEAD_BYTES = 16
 _JSON_START = re.compile(rb"\s*\{\s*[\"}]")
 
@@ -94,7 +94,7 @@ def estimate(settings: Settings, model_dir: Path) -> Footprint:
 
 
 def xgboost_footprint(files: list[ModelFile], settings: Settings) -> Footprint:
-    threads = max(1, settings.cpu_count // settings.workers)  # xgboost_model.threads_per_worker
+    threads = max(1, settings.cpu_count // settings.workers)  # xgboost.model.threads_per_worker
     total = Footprint(0, 0)
     for file in files if settings.ensemble else files[:1]:
         copies = 2 if threads > 1 and file.size <= SINGLE_COPY_MAX_BYTES else 1

@@ -9,7 +9,7 @@
 ``MultiRecord`` packs as many whole records as fit under ``max_payload_bytes``;
 ``SingleRecord`` sends one per mini-batch. A record larger than the limit raises
 RecordTooLarge; malformed RecordIO framing raises DecodeError naming the byte offset (the
-framing is read by the RecordIO codec's own reader, ``recordio_framing.framed_records``). At most
+framing is read by the RecordIO codec's own reader, ``recordio.framing.framed_records``). At most
 one mini-batch (plus one partial record) is held at a time."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
-from smserve.codecs.recordio_framing import framed_records
+from smserve.codecs.recordio.framing import framed_records
 from smserve.errors import PayloadTooLarge
 
 

@@ -25,7 +25,7 @@ from smserve.budget import MemoryBudget
 from smserve.codecs.base import DecodeContext
 from smserve.codecs.csv import CsvCodec
 from smserve.codecs.libsvm import LibsvmCodec
-from smserve.codecs.recordio import read_records
+from smserve.codecs.recordio.codec import read_records
 from smserve.errors import ClientError
 from smserve.training.channels import Channel
 from smserve.training.failure import TrainingError
