@@ -61,7 +61,7 @@ RUN python -m venv --without-pip /opt/venv \
     && /opt/venv/bin/python -c "import flask, gunicorn, numpy, scipy.sparse, sklearn.cluster, xgboost, google.protobuf, grpc, orjson, pyarrow.parquet, pyarrow.csv, pyarrow.ipc; from pyarrow.fs import S3FileSystem"
 
 # --- wheel: build the smserve wheel (no dependencies resolved here). Its one C extension, the
-# fast XGBoost predictor (src/smserve/algorithms/_xgboost_fast.c), is compiled here with the
+# fast XGBoost predictor (src/smserve/algorithms/xgboost/_fast.c), is compiled here with the
 # base image's Python headers; gcc stays in this stage, the final image gets the .so only.
 # A base whose Python is Debian's own (local_test/container_engine.sh's stand-in for
 # python:3.11-slim, Debian-like BASE_IMAGEs) has no headers until python3-dev is installed;
@@ -88,7 +88,7 @@ COPY src ./src
 # The extension is optional for a source install, not for the image: the build fails here if
 # the wheel came out without it.
 RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
-    && /opt/build/bin/python -c "import glob, sys, zipfile; names = zipfile.ZipFile(glob.glob('/wheels/*.whl')[0]).namelist(); sys.exit(not any(n.startswith('smserve/algorithms/_xgboost_fast') and n.endswith('.so') for n in names))"
+    && /opt/build/bin/python -c "import glob, sys, zipfile; names = zipfile.ZipFile(glob.glob('/wheels/*.whl')[0]).namelist(); sys.exit(not any(n.startswith('smserve/algorithms/xgboost/_fast') and n.endswith('.so') for n in names))"
 
 # --- final image ---
 FROM ${BASE_IMAGE}
@@ -113,7 +113,7 @@ RUN python -m pip --python /opt/venv/bin/python install --no-cache-dir --no-deps
     && rm -rf /tmp/wheels \
     && mkdir -p /opt/ml/model /opt/ml/models /opt/ml/input /opt/ml/output \
     && /opt/venv/bin/smserve --help >/dev/null \
-    && /opt/venv/bin/python -c "import smserve.algorithms._xgboost_fast"
+    && /opt/venv/bin/python -c "import smserve.algorithms.xgboost._fast"
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     SM_MODEL_DIR=/opt/ml/model

@@ -27,8 +27,8 @@ from bench.fuzz.fuzz_mutations import (
     mutate,
     odd_headers,
 )
-from smserve.codecs.recordio_framing import frame
-from smserve.codecs.recordio_schema import Record
+from smserve.codecs.recordio.framing import frame
+from smserve.codecs.recordio.schema import Record
 
 N_FEATURES = 50
 INVOCATION_PATHS = ("/invocations", "/invocations", "/invocations", "/endpoints/ep/invocations",

@@ -47,15 +47,15 @@ def _columnar(kind: str, rows: int) -> bytes:
 
 
 def _records(size: int) -> bytes:
-    from smserve.codecs.recordio_writer import encode_prediction
+    from smserve.codecs.recordio.writer import encode_prediction
     from smserve.types import Prediction
 
     return encode_prediction(Prediction({"score": np.zeros(size // 24, np.float32)}))
 
 
 def _sparse_records(size: int) -> bytes:
-    from smserve.codecs.recordio_framing import frame
-    from smserve.codecs.recordio_schema import Record
+    from smserve.codecs.recordio.framing import frame
+    from smserve.codecs.recordio.schema import Record
 
     message = Record()
     tensor = message.features["values"].float32_tensor
@@ -67,7 +67,7 @@ def _sparse_records(size: int) -> bytes:
 
 
 def _empty_records(size: int) -> bytes:
-    from smserve.codecs.recordio_framing import frame
+    from smserve.codecs.recordio.framing import frame
 
     return frame(b"") * (size // 8)
 

@@ -51,8 +51,8 @@ def candidates(path: Path, booster: xgb.Booster, scratch: Path) -> dict[str, Pre
 
 
 def _smserve(path: Path, booster: xgb.Booster, scratch: Path) -> Predict:
-    from smserve.algorithms.xgboost_fast import FastPredictor
-    from smserve.algorithms.xgboost_fast_trees import flat_trees
+    from smserve.algorithms.xgboost.fast import FastPredictor
+    from smserve.algorithms.xgboost.fast_trees import flat_trees
 
     fast = FastPredictor(flat_trees(booster, (0, 0)))
     return lambda x: fast.predict(x, False)

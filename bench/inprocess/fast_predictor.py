@@ -34,8 +34,8 @@ if not __package__:  # run as a file: `bench` imports from the repository root
 
 from bench.shared.harness import build_big, build_xgboost  # noqa: E402
 from bench.shared.timing import median_s  # noqa: E402
-from smserve.algorithms.xgboost import XGBoost, _predict  # noqa: E402
-from smserve.algorithms.xgboost_model import Member  # noqa: E402
+from smserve.algorithms.xgboost.algorithm import XGBoost, _predict  # noqa: E402
+from smserve.algorithms.xgboost.model import Member  # noqa: E402
 from smserve.config import Settings  # noqa: E402
 
 SIZES = (1, 10, 100, 1000, 10000)

@@ -12,11 +12,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from smserve.codecs.recordio import read_records
-from smserve.codecs.recordio_framing import frame, iter_frames
-from smserve.codecs.recordio_records import decode_general
-from smserve.codecs.recordio_schema import Record
-from smserve.codecs.recordio_writer import encode_prediction
+from smserve.codecs.recordio.codec import read_records
+from smserve.codecs.recordio.framing import frame, iter_frames
+from smserve.codecs.recordio.records import decode_general
+from smserve.codecs.recordio.schema import Record
+from smserve.codecs.recordio.writer import encode_prediction
 from smserve.types import Prediction
 
 

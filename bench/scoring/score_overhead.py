@@ -20,7 +20,7 @@ from pathlib import Path
 from bench.scoring import engine_runs, ray_loopback
 from bench.scoring.engine_runs import Fit, Inputs
 
-# What the command logs about its own time (smserve.ray.engine, smserve.scoring.command).
+# What the command logs about its own time (smserve.scoring.ray.engine, smserve.scoring.command).
 PARTS = {
     "cluster start (ray.init)": r"Ray cluster ready in ([\d.]+) s",
     "dataset set-up (driver)": r"shards set up in ([\d.]+) s",

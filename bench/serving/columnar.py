@@ -38,7 +38,7 @@ if not __package__:  # run as a file: `bench` imports from the repository root
 from bench.serving import http_csv  # noqa: E402
 from bench.shared import harness  # noqa: E402
 from smserve import media  # noqa: E402
-from smserve.algorithms import load_algorithm  # noqa: E402
+from smserve.algorithms.loading import load_algorithm  # noqa: E402
 from smserve.codecs import default_registry  # noqa: E402
 from smserve.codecs.csv import CsvCodec  # noqa: E402
 from smserve.codecs.text import load_numbers  # noqa: E402

@@ -38,9 +38,9 @@ if not __package__:  # run as a file: `bench` imports from the repository root
     sys.path[0] = str(Path(__file__).resolve().parents[2])
 from bench.shared import harness  # noqa: E402
 from smserve import media  # noqa: E402
-from smserve.algorithms import load_algorithm  # noqa: E402
+from smserve.algorithms.loading import load_algorithm  # noqa: E402
 from smserve.codecs.csv import CsvCodec  # noqa: E402
-from smserve.codecs.recordio import RecordioCodec  # noqa: E402
+from smserve.codecs.recordio.codec import RecordioCodec  # noqa: E402
 from smserve.config import Settings  # noqa: E402
 from smserve.http.process import tune_malloc  # noqa: E402
 

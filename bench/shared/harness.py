@@ -238,7 +238,7 @@ def summary(samples: list[float]) -> str:
 def cpu_and_gpu(model_dir: Path) -> tuple[Algorithm, Algorithm] | None:
     """The model in ``model_dir`` loaded for the CPU and for CUDA; None (with a SKIPPED line)
     when XGBoost sees no GPU."""
-    from smserve.algorithms import load_algorithm
+    from smserve.algorithms.loading import load_algorithm
     from smserve.config import Settings
     from smserve.errors import ModelLoadError
 

@@ -18,13 +18,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from smserve import __version__
+from smserve.algorithms import catalog
 from smserve.config import Settings
 from smserve.errors import ClientError, ConfigError, FrontEndError, StartupError
 from smserve.http import process
 from smserve.scoring import command as score_command
 
 EXIT_USAGE = 2
-DEMO_KINDS = ("xgboost", "kmeans")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -58,9 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--demo",
         nargs="?",
-        const="xgboost",
-        choices=DEMO_KINDS,
-        help="serve a demo model trained on first start (default kind: xgboost)",
+        const=catalog.DEFAULT.name,
+        choices=catalog.NAMES,
+        help=f"serve a demo model trained on first start (default kind: {catalog.DEFAULT.name})",
     )
     serve.add_argument(
         "--port", type=score_command.positive_integer, help="listen port (SAGEMAKER_BIND_TO_PORT)"

@@ -1,8 +1,9 @@
 """Demo models for ``smserve serve --demo``: trained on first start from data that ships with
 scikit-learn (no downloads), cached, and reused on later starts.
 
-* ``xgboost``: binary:logistic on the breast-cancer set (30 features, 20 trees).
-* ``kmeans``: k=3 on the iris set (4 features), written as the built-in's ``model_algo-1``.
+Each algorithm in the table (``smserve.algorithms.catalog``) names its demo: how it is trained
+and the rows of its data set (``AlgorithmSpec.demo``). XGBoost's is binary:logistic on the
+breast-cancer set (30 features); k-means' is k=3 on the iris set (4 features).
 
 A model is cached under ``<cache>/demo-<kind>/`` (cache: SMSERVE_CACHE_DIR or
 ~/.cache/smserve). It is written to a temporary directory that is renamed into place, so a
@@ -15,24 +16,18 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
 from pathlib import Path
 
-import numpy as np
-from sklearn.cluster import KMeans
-from sklearn.datasets import load_breast_cancer, load_iris
-from threadpoolctl import threadpool_limits
-
-from smserve.algorithms.ndarray import write_ndarray_file
+from smserve.algorithms.catalog import spec_for
 from smserve.config import Settings
 
 logger = logging.getLogger(__name__)
 
 
 def model_dir(kind: str, settings: Settings) -> Path:
-    """Where the ``kind`` demo model is cached."""
+    """Where the ``kind`` demo model is cached; ConfigError for an unknown ``kind``."""
     cache = settings.cache_dir or Path.home() / ".cache" / "smserve"
-    return cache / f"demo-{kind}"
+    return cache / f"demo-{spec_for(kind).name}"
 
 
 def prepare(kind: str, settings: Settings) -> None:
@@ -48,7 +43,7 @@ def prepare(kind: str, settings: Settings) -> None:
 
 def sample_request(kind: str, port: int) -> str:
     """A curl command that sends the demo's first row as CSV."""
-    row = ",".join(f"{value:g}" for value in _SAMPLES[kind]()[0])
+    row = ",".join(f"{value:g}" for value in spec_for(kind).demo.rows()[0])
     return (
         f"curl -s -X POST http://localhost:{port}/invocations "
         f"-H 'Content-Type: text/csv' -H 'Accept: application/json' --data '{row}'"
@@ -59,7 +54,7 @@ def _build(kind: str, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        _TRAINERS[kind](staging)
+        spec_for(kind).demo.train(staging)
         staging.rename(target)
     except OSError:
         # Another start renamed its copy into place first; theirs is as good as ours.
@@ -67,42 +62,3 @@ def _build(kind: str, target: Path) -> None:
             raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-
-
-def _train_xgboost(directory: Path) -> None:
-    import xgboost as xgb
-
-    data = load_breast_cancer()
-    # One thread: the data is tiny, and it leaves no OpenMP pool behind (see the module doc).
-    params = {"objective": "binary:logistic", "max_depth": 3, "eta": 0.3, "seed": 0, "nthread": 1}
-    dtrain = xgb.DMatrix(data.data.astype(np.float32), label=data.target)
-    booster = xgb.train(params, dtrain, num_boost_round=20)
-    # The built-in's file name; JSON, the format every XGBoost since 1.0 reads.
-    (directory / "xgboost-model").write_bytes(bytes(booster.save_raw("json")))
-
-
-def _train_kmeans(directory: Path) -> None:
-    data = load_iris().data.astype(np.float32)
-    with threadpool_limits(limits=1):
-        model = KMeans(n_clusters=3, n_init=10, random_state=0).fit(data)
-    write_ndarray_file(directory / "model_algo-1", model.cluster_centers_.astype(np.float32))
-
-
-def _breast_cancer_rows() -> np.ndarray:
-    rows: np.ndarray = load_breast_cancer().data
-    return rows
-
-
-def _iris_rows() -> np.ndarray:
-    rows: np.ndarray = load_iris().data
-    return rows
-
-
-_TRAINERS: Mapping[str, Callable[[Path], None]] = {
-    "xgboost": _train_xgboost,
-    "kmeans": _train_kmeans,
-}
-_SAMPLES: Mapping[str, Callable[[], np.ndarray]] = {
-    "xgboost": _breast_cancer_rows,
-    "kmeans": _iris_rows,
-}

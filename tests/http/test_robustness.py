@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from smserve.algorithms.ndarray import write_ndarray_file
-from smserve.codecs.recordio import RecordioCodec
+from smserve.codecs.recordio.codec import RecordioCodec
 from smserve.config import Settings
 from smserve.http.app import create_app
 from smserve.media import CSV, JSON, JSONLINES, LIBSVM, RECORDIO, MediaType

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import xgboost as xgb
 
-from smserve.algorithms.xgboost import XGBoost
+from smserve.algorithms.xgboost.algorithm import XGBoost
 from smserve.config import Settings
 from smserve.repository.config import ModelConfig
 from smserve.repository.loading import ModelLoader

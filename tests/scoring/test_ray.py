@@ -39,7 +39,7 @@ def cluster(ray_cluster: TwoNodeCluster) -> Iterator[None]:
 
 def _both(model_dir: Path, inputs: Path, out: Path, plan: Plan) -> tuple[Summary, Summary]:
     """The local engine's summary and outputs, then Ray's, on the same inputs."""
-    from smserve.ray.engine import score_files_on_ray
+    from smserve.scoring.ray.engine import score_files_on_ray
 
     settings = Settings.from_env({}).replace(model_dir=model_dir, batch_mode=True)
     run = Run(max_payload_bytes=256, workers=2)  # several shards in the larger files
@@ -101,8 +101,8 @@ def test_json_lines_joined_file_by_file_match_the_local_engine(
 def test_model_scorer_gives_the_endpoints_output_keys(cluster: None, model_dir: Path) -> None:
     import ray.data
 
-    from smserve.algorithms import load_algorithm
-    from smserve.ray import ModelScorer
+    from smserve.algorithms.loading import load_algorithm
+    from smserve.scoring.ray import ModelScorer
     from smserve.types import Batch
 
     x = np.random.default_rng(5).normal(size=(50, 4)).astype(np.float32)

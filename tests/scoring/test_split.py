@@ -6,6 +6,7 @@ import io
 
 import pytest
 
+from smserve.codecs.recordio.framing import HEADER, LENGTH_BITS, MAGIC, read_payloads
 from smserve.errors import DecodeError
 from smserve.scoring.split import RecordTooLarge, chunks, records_of
 from tests.unit.codecs.recordio_bodies import body_of, frame_bytes, record
@@ -70,3 +71,29 @@ def test_broken_recordio_framing_names_the_byte() -> None:
 
 def test_records_of_a_line_batch_are_its_lines() -> None:
     assert records_of(b"1\n\n3\n", "Line") == [b"1\n", b"\n", b"3\n"]
+
+
+def _frame(flag: int, payload: bytes) -> bytes:
+    return (
+        HEADER.pack(MAGIC, flag << LENGTH_BITS | len(payload)) + payload + bytes(-len(payload) % 4)
+    )
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _frame(0, b"ab") + _frame(2, b"cd"),  # a middle part with no first
+        _frame(1, b"ab") + _frame(0, b"cd"),  # a complete frame inside a multi-part record
+        _frame(1, b"ab") + _frame(2, b"cd"),  # the input ends inside a multi-part record
+        _frame(5, b"ab"),  # a flag over 3
+        _frame(0, b"ab") + b"\x0a\x23",  # stray bytes
+        _frame(0, b"abcd")[:-2],  # a cut payload
+    ],
+    ids=["no-first", "complete-inside", "no-last", "flag", "stray", "cut"],
+)
+def test_the_split_and_the_codec_refuse_recordio_framing_alike(body: bytes) -> None:
+    with pytest.raises(DecodeError) as by_codec:
+        read_payloads(body)
+    with pytest.raises(DecodeError) as by_split:
+        list(chunks(io.BytesIO(body), "RecordIO", 1000))
+    assert str(by_split.value) == str(by_codec.value)

@@ -12,7 +12,7 @@ import numpy as np
 from werkzeug.datastructures import Headers
 
 from smserve.algorithms.base import Capabilities, Scores, default_feature_names
-from smserve.algorithms.xgboost_objectives import objective_capabilities
+from smserve.algorithms.xgboost.objectives import objective_capabilities
 from smserve.config import Settings
 from smserve.doors import DoorReply, DoorRequest
 from smserve.errors import ModelNotFound, UnknownLabel

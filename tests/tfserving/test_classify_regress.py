@@ -187,7 +187,7 @@ def test_bool_and_b64_values_are_typed_like_tf(api: TFServingAPI) -> None:
 def test_real_xgboost_maps_examples_by_the_boosters_feature_names(tmp_path: Path) -> None:
     import xgboost as xgb
 
-    from smserve.algorithms import load_algorithm
+    from smserve.algorithms.loading import load_algorithm
     from smserve.config import Settings
 
     rng = np.random.default_rng(1)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from smserve.algorithms import load_algorithm
+from smserve.algorithms.loading import load_algorithm
 from smserve.config import Settings
 from smserve.repository.status import State, VersionStatus
 from smserve.tfserving.api import TFServingAPI

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from smserve import demo
-from smserve.algorithms import load_algorithm
+from smserve.algorithms.loading import load_algorithm
 from smserve.config import Settings
 
 

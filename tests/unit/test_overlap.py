@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from smserve.algorithms import load_algorithm
+from smserve.algorithms.loading import load_algorithm
 from smserve.codecs import default_registry
 from smserve.codecs.base import Encoder
 from smserve.codecs.csv import CsvCodec

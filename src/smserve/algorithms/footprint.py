@@ -12,7 +12,7 @@ table and the method are in docs/multi-model.md):
 * XGBoost: the booster's trees cost about the same whatever the file's format, but JSON takes
   more bytes per tree than UBJSON, and parsing JSON briefly needs about ten times the file.
   With more than one XGBoost thread per worker, a booster of at most SINGLE_COPY_MAX_BYTES
-  is kept twice (``xgboost_model.configure``).
+  is kept twice (``xgboost.model.configure``).
 * k-means: the centroids as float64 (twice a float32 file), read once whole; a worker's
   first ``.skops`` model also imports scikit-learn.
 
@@ -28,14 +28,15 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from smserve.algorithms.centroids import SKOPS_SUFFIX, is_kmeans_artifact
+from smserve.algorithms.catalog import chosen
 from smserve.algorithms.confinement import open_file, regular_files
+from smserve.algorithms.kmeans.centroids import SKOPS_SUFFIX, is_kmeans_artifact
 from smserve.algorithms.model_files import candidate_files, is_archive
 from smserve.config import Settings
 from smserve.errors import ModelLoadError
 
 MIB = 1 << 20
-SINGLE_COPY_MAX_BYTES = 128 * MIB  # a larger booster is never copied (xgboost_model)
+SINGLE_COPY_MAX_BYTES = 128 * MIB  # a larger booster is never copied (xgboost.model)
 HEAD_BYTES = 16
 _JSON_START = re.compile(rb"\s*\{\s*[\"}]")
 
@@ -88,15 +89,12 @@ def estimate(settings: Settings, model_dir: Path) -> Footprint:
     """The footprint of the model in ``model_dir`` (read through ``confinement``); raises
     ModelLoadError when its files cannot be listed or read."""
     files = model_files(model_dir)
-    kmeans = settings.algorithm == "kmeans" or (
-        settings.algorithm is None and any(is_kmeans_artifact(Path(f.name)) for f in files)
-    )
-    cost = _kmeans(files) if kmeans else _xgboost(files, settings)
-    return PER_MODEL + cost
+    spec = chosen(settings.algorithm, [Path(f.name) for f in files])
+    return PER_MODEL + spec.footprint(files, settings)
 
 
-def _xgboost(files: list[ModelFile], settings: Settings) -> Footprint:
-    threads = max(1, settings.cpu_count // settings.workers)  # xgboost_model.threads_per_worker
+def xgboost_footprint(files: list[ModelFile], settings: Settings) -> Footprint:
+    threads = max(1, settings.cpu_count // settings.workers)  # xgboost.model.threads_per_worker
     total = Footprint(0, 0)
     for file in files if settings.ensemble else files[:1]:
         copies = 2 if threads > 1 and file.size <= SINGLE_COPY_MAX_BYTES else 1
@@ -105,7 +103,7 @@ def _xgboost(files: list[ModelFile], settings: Settings) -> Footprint:
     return total
 
 
-def _kmeans(files: list[ModelFile]) -> Footprint:
+def kmeans_footprint(files: list[ModelFile], settings: Settings) -> Footprint:
     artifacts = [Path(f.name) for f in files if is_kmeans_artifact(Path(f.name))]
     cost = KMEANS.of(max((f.size for f in files if Path(f.name) in artifacts), default=0))
     skops = any(p.suffix.lower() == SKOPS_SUFFIX for p in artifacts)

@@ -1,7 +1,7 @@
 """Checking that a UBJSON document (XGBoost's binary model format) is complete, without decoding
 it; and decoding one. The check exists because XGBoost 3 crashes the whole process (SIGSEGV, or
 an abort on an empty buffer) on some truncated UBJSON files instead of raising, so a file must
-be checked first. ``decode`` exists for ``xgboost_fast_trees``: XGBoost writes each tree's node
+be checked first. ``decode`` exists for ``xgboost.fast_trees``: XGBoost writes each tree's node
 arrays as typed arrays, which decode to numpy views of the bytes, exact float32 included, and
 without the memory a JSON parse of every number as a Python object costs.
 

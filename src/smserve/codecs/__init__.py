@@ -17,7 +17,7 @@ def default_registry(settings: Settings) -> CodecRegistry:
     from smserve.codecs.jsonlines import JsonLinesCodec
     from smserve.codecs.libsvm import LibsvmCodec
     from smserve.codecs.parquet import ParquetCodec
-    from smserve.codecs.recordio import RecordioCodec
+    from smserve.codecs.recordio.codec import RecordioCodec
 
     csv = CsvCodec(records_per_line=settings.batch_mode)
     jsonlines = JsonLinesCodec(records_per_line=settings.batch_mode)

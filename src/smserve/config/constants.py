@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from smserve.algorithms.catalog import NAMES
+
 MIB = 1024 * 1024
 
-ALGORITHMS = ("kmeans", "xgboost")
+ALGORITHMS = NAMES  # the table of algorithms (smserve.algorithms.catalog) lists them
 KMEANS_DISTANCES = ("euclidean", "squared")
 XGBOOST_DEVICES = ("auto", "cpu", "cuda")
 FAST_PREDICTOR_MODES = ("auto", "off")

@@ -85,7 +85,7 @@ class ModelLoader:
         self._load = algorithm_loader or self._load_algorithm
 
     def _load_algorithm(self, path: Path, platform: str | None) -> Algorithm:
-        from smserve.algorithms import load_algorithm
+        from smserve.algorithms.loading import load_algorithm
 
         settings = self.settings if platform is None else self.settings.replace(algorithm=platform)
         return load_algorithm(settings, path)

@@ -1,6 +1,6 @@
 """Assembling answers, for both engines: each input's shards' answers are written to its
 sink in order, records numbered across shards, and the file committed or discarded whole.
-It schedules nothing; ``engine`` (processes) and ``smserve.ray.engine`` feed it in order."""
+It schedules nothing; ``engine`` (processes) and ``smserve.scoring.ray.engine`` feed it in order."""
 
 from __future__ import annotations
 

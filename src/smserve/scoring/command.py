@@ -110,7 +110,7 @@ def _engine(args: argparse.Namespace, environ: MutableMapping[str, str]) -> Engi
 
         return functools.partial(score_files_on_spark, master=args.address, environ=environ)
     if args.engine == "ray":
-        from smserve.ray.engine import score_files_on_ray
+        from smserve.scoring.ray.engine import score_files_on_ray
 
         return functools.partial(score_files_on_ray, address=args.address)
     from smserve.scoring.engine import score_files

@@ -22,6 +22,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing.context import BaseContext
 from pathlib import Path
 
+from smserve.algorithms.catalog import ALGORITHMS
 from smserve.config import Settings
 from smserve.scoring import worker
 from smserve.scoring.assemble import Assembler, OpenFile, Summary, shards_of
@@ -71,12 +72,17 @@ def _context(files: Sequence[InputFile], settings: Settings) -> BaseContext:
 
 
 def _may_fork(files: Sequence[InputFile]) -> bool:
-    """Not after XGBoost was imported by someone else: it may have run OpenMP, whose threads
-    do not survive a fork (the children hang); nor with other threads (their locks), nor for
-    S3 inputs or outputs (the AWS SDK's threads and connections)."""
-    if "fork" not in multiprocessing.get_all_start_methods() or "xgboost" in sys.modules:
+    """Not after an algorithm's library that may have started threads was imported by someone
+    else (XGBoost's OpenMP threads do not survive a fork: the children hang); nor with other
+    threads (their locks), nor for S3 inputs or outputs (the AWS SDK's threads and
+    connections)."""
+    if "fork" not in multiprocessing.get_all_start_methods() or _fork_unsafe_imported():
         return False
     return threading.active_count() == 1 and not any(_in_s3(item) for item in files)
+
+
+def _fork_unsafe_imported() -> bool:
+    return any(name in sys.modules for spec in ALGORITHMS for name in spec.fork_unsafe_modules)
 
 
 def _in_s3(item: InputFile) -> bool:

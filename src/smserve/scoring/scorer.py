@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from smserve.algorithms import load_algorithm
+from smserve.algorithms.loading import load_algorithm
 from smserve.codecs import default_registry
 from smserve.config import Settings
 from smserve.errors import ConfigError, PredictionError, ServingError

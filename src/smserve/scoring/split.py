@@ -8,7 +8,8 @@
 
 ``MultiRecord`` packs as many whole records as fit under ``max_payload_bytes``;
 ``SingleRecord`` sends one per mini-batch. A record larger than the limit raises
-RecordTooLarge; malformed RecordIO framing raises DecodeError naming the byte offset. At most
+RecordTooLarge; malformed RecordIO framing raises DecodeError naming the byte offset (the
+framing is read by the RecordIO codec's own reader, ``recordio.framing.framed_records``). At most
 one mini-batch (plus one partial record) is held at a time."""
 
 from __future__ import annotations
@@ -17,10 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
-from smserve.codecs.recordio_framing import HEADER, LENGTH_BITS, LENGTH_MASK, MAGIC, padding
-from smserve.errors import DecodeError, PayloadTooLarge
-
-MULTI_PART_FIRST, MULTI_PART_LAST = 1, 3
+from smserve.codecs.recordio.framing import framed_records
+from smserve.errors import PayloadTooLarge
 
 
 class Readable(Protocol):
@@ -121,22 +120,7 @@ def _read(stream: Readable, size: int) -> bytes:
 
 def _recordio_records(stream: Readable) -> Iterator[bytes]:
     """Whole records with their framing; a multi-part record's frames stay together."""
-    offset, pending = 0, b""
-    while header := _read(stream, HEADER.size):
-        magic, lrec = HEADER.unpack(header) if len(header) == HEADER.size else (None, 0)
-        if magic != MAGIC:
-            raise DecodeError(f"RecordIO: no record header at byte {offset} (bad magic or cut)")
-        length = lrec & LENGTH_MASK
-        rest = _read(stream, length + padding(length))
-        if len(rest) < length + padding(length):
-            raise DecodeError(f"RecordIO: the record at byte {offset} is cut short")
-        pending += header + rest
-        offset += len(header) + len(rest)
-        if lrec >> LENGTH_BITS in (0, MULTI_PART_LAST):
-            yield pending
-            pending = b""
-    if pending:
-        raise DecodeError("RecordIO: the input ends inside a multi-part record")
+    return framed_records(lambda size: _read(stream, size))
 
 
 class _BytesReader:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
-from smserve.algorithms.xgboost_import import import_lean
+from smserve.algorithms.catalog import ALGORITHMS, spec_for
 from smserve.config import Settings
 from smserve.errors import ClientError, ServingError, StartupError
 from smserve.scoring.options import Plan, Run
@@ -41,9 +41,11 @@ class ShardResult:
 
 
 def preload(settings: Settings) -> None:
-    """Imports done once in the parent before it forks the workers."""
-    if settings.algorithm != "kmeans":
-        import_lean()
+    """Imports done once in the parent before it forks the workers: the named algorithm's, or
+    every algorithm's when the model files will tell."""
+    chosen = ALGORITHMS if settings.algorithm is None else (spec_for(settings.algorithm),)
+    for spec in chosen:
+        spec.import_lean()
 
 
 def initialize(settings: Settings, plan: Plan, run: Run) -> None:

@@ -3,20 +3,23 @@
 ``run(environ)`` reads ``hyperparameters.json`` and ``inputdataconfig.json``, trains the chosen
 algorithm on the ``train`` channel (and the optional ``validation`` channel), and writes the
 model to the model directory. The algorithm is the ``algorithm`` hyperparameter or the
-``SMSERVE_ALGORITHM`` variable (``kmeans`` | ``xgboost``; ``xgboost`` when neither is set;
-both set and different is an error). On failure the reason goes to ``output/failure`` and the
-exit status is 1 for a problem with the job's inputs, 2 for a fault in this container.
-Paths and their overrides are listed in :mod:`smserve.training.paths`; libsvm indices map to
-columns per ``SMSERVE_LIBSVM_INDEX_BASE`` (default 0), the same setting serving uses.
+``SMSERVE_ALGORITHM`` variable (a name in ``smserve.algorithms.catalog``; its ``DEFAULT``,
+XGBoost, when neither is set; both set and different is an error). On failure the reason goes
+to ``output/failure`` and the exit status is 1 for a problem with the job's inputs, 2 for a
+fault in this container. Paths and their overrides are listed in
+:mod:`smserve.training.paths`; libsvm indices map to columns per
+``SMSERVE_LIBSVM_INDEX_BASE`` (default 0), the same setting serving uses.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
+from smserve.algorithms.catalog import DEFAULT, spec_for
 from smserve.config import ALGORITHMS, TrainingSettings
 from smserve.errors import ConfigError
 from smserve.training.channels import Channel, load_channels
@@ -37,7 +40,6 @@ from smserve.training.paths import TrainingPaths
 __all__ = ["TrainingError", "run"]
 
 logger = logging.getLogger(__name__)
-DEFAULT_ALGORITHM = "xgboost"
 
 
 class Trainer(Protocol):
@@ -88,18 +90,18 @@ def _algorithm(from_env: str | None, hp: Hyperparameters) -> str:
         raise TrainingError(
             f"hyperparameter algorithm={from_hp!r} contradicts SMSERVE_ALGORITHM={from_env!r}"
         )
-    return from_hp or from_env or DEFAULT_ALGORITHM
+    return from_hp or from_env or DEFAULT.name
 
 
 def _trainer(name: str) -> Trainer:
-    # Imported here so a k-means job never imports XGBoost.
-    if name == "kmeans":
-        from smserve.training.kmeans import KMeansTrainer
-
-        return KMeansTrainer()
-    from smserve.training.xgboost import XGBoostTrainer
-
-    return XGBoostTrainer()
+    """The trainer the table names, imported here so a k-means job never imports XGBoost."""
+    try:
+        spec = spec_for(name)
+    except ConfigError as exc:
+        raise TrainingError(str(exc)) from None
+    module, _, attribute = spec.trainer.partition(":")
+    trainer: Trainer = getattr(importlib.import_module(module), attribute)()
+    return trainer
 
 
 def _fail(paths: TrainingPaths, reason: str, status: int) -> int:

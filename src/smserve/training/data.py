@@ -11,8 +11,8 @@ A channel's files are read one by one and stacked in order; empty files are skip
 
 from __future__ import annotations
 
-import io
 import logging
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +21,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from smserve import media
+from smserve.budget import MemoryBudget
+from smserve.codecs.base import DecodeContext
+from smserve.codecs.csv import CsvCodec
 from smserve.codecs.libsvm import LibsvmCodec
-from smserve.codecs.recordio import read_records
+from smserve.codecs.recordio.codec import read_records
 from smserve.errors import ClientError
 from smserve.training.channels import Channel
 from smserve.training.failure import TrainingError
@@ -30,6 +33,9 @@ from smserve.training.parquet import read_parquet_file
 from smserve.types import Features, FloatArray
 
 logger = logging.getLogger(__name__)
+# A training job reads each file whole by design: the instance's memory is its only limit, not
+# a request's share of a serving worker's.
+_WHOLE_FILES = DecodeContext(budget=MemoryBudget(cap_bytes=sys.maxsize, ratio=sys.maxsize))
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +92,10 @@ def read_channel(channel: Channel) -> Dataset:
 
 def _read_csv(path: Path, channel: Channel) -> Dataset | None:
     label_size = _label_size(channel.media)
-    text = _read_text(path)
-    if not text.strip():
+    body = path.read_bytes()
+    if not body.strip():
         return None
-    table = _load_csv(text, path)
+    table = _parse_csv(body, path, channel.media)
     if table.shape[1] <= label_size:
         raise TrainingError(f"{path}: rows have {table.shape[1]} column(s) and no features")
     labels = table[:, 0].copy() if label_size else None
@@ -103,28 +109,22 @@ def _label_size(media_type: media.MediaType) -> int:
     return int(value)
 
 
-def _load_csv(text: str, path: Path) -> FloatArray:
+def _parse_csv(body: bytes, path: Path, media_type: media.MediaType) -> FloatArray:
+    """The rows of ``body``, label column included, parsed by the CSV codec: training reads
+    the same numbers and refuses the same cells as serving does."""
     try:
-        return np.loadtxt(io.StringIO(text), delimiter=",", ndmin=2, dtype=np.float32)
-    except ValueError:
-        pass  # maybe empty cells, which mean missing values: retry with the slower parser
+        table: FloatArray = CsvCodec().decode(body, media_type, _WHOLE_FILES).features
+    except ClientError as exc:
+        raise TrainingError(_csv_refusal(path, body, exc.message)) from None
+    return table
+
+
+def _csv_refusal(path: Path, body: bytes, reason: str) -> str:
     try:
-        return np.loadtxt(
-            io.StringIO(text), delimiter=",", ndmin=2, dtype=np.float32, converters=_cell
-        )
-    except ValueError as exc:
-        raise TrainingError(f"{path} is not numeric CSV: {exc}") from None
-
-
-def _cell(text: str) -> float:
-    return float(text) if text.strip() else float("nan")
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")  # a leading BOM is dropped
-    except (UnicodeDecodeError, OSError) as exc:
-        raise TrainingError(f"{path} cannot be read as UTF-8 text: {exc}") from exc
+        body.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return f"{path} cannot be read as UTF-8 text: {reason}"
+    return f"{path} is not numeric CSV: {reason}"
 
 
 def _read_libsvm(path: Path, channel: Channel) -> Dataset | None:

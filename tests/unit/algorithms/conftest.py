@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import xgboost as xgb
 
-from smserve.algorithms.xgboost import XGBoost
+from smserve.algorithms.xgboost.algorithm import XGBoost
 from smserve.config import Settings
 
 

@@ -14,10 +14,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from smserve.algorithms import load_algorithm
-from smserve.algorithms.kmeans import KMeans
+from smserve.algorithms.kmeans.algorithm import KMeans
+from smserve.algorithms.loading import load_algorithm
 from smserve.algorithms.model_files import opened_model_dir
-from smserve.algorithms.xgboost import XGBoost
+from smserve.algorithms.xgboost.algorithm import XGBoost
 from smserve.config import MIB, Settings
 from smserve.errors import ModelLoadError
 

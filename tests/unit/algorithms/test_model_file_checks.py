@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import xgboost as xgb
 
-from smserve.algorithms import load_algorithm
+from smserve.algorithms.loading import load_algorithm
 from smserve.algorithms.ndarray import write_ndarray_file
 from smserve.config import Settings
 from smserve.errors import ModelLoadError

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smserve.algorithms import Algorithm, detect_algorithm, load_algorithm
-from smserve.algorithms.kmeans import KMeans
+from smserve.algorithms.kmeans.algorithm import KMeans
+from smserve.algorithms.loading import Algorithm, detect_algorithm, load_algorithm
 from smserve.algorithms.model_files import candidate_files, opened_model_dir
-from smserve.algorithms.xgboost import XGBoost
+from smserve.algorithms.xgboost.algorithm import XGBoost
 from smserve.config import Settings
 from smserve.errors import ModelLoadError
 

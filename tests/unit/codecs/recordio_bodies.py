@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 
-from smserve.codecs.recordio_schema import Record
+from smserve.codecs.recordio.schema import Record
 
 MAGIC = 0xCED7230A
 

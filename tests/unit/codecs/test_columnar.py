@@ -17,8 +17,8 @@ import pytest
 import xgboost as xgb
 
 from smserve import media
-from smserve.algorithms import load_algorithm
-from smserve.algorithms.kmeans import KMeans
+from smserve.algorithms.kmeans.algorithm import KMeans
+from smserve.algorithms.loading import load_algorithm
 from smserve.codecs import default_registry
 from smserve.codecs.arrow import ArrowCodec
 from smserve.codecs.base import DecodeContext

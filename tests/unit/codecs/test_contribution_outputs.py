@@ -13,9 +13,9 @@ import pytest
 from smserve.codecs.csv import CsvCodec
 from smserve.codecs.json import JsonCodec
 from smserve.codecs.jsonlines import JsonLinesCodec
-from smserve.codecs.recordio import RecordioCodec
-from smserve.codecs.recordio_framing import read_payloads
-from smserve.codecs.recordio_schema import Record
+from smserve.codecs.recordio.codec import RecordioCodec
+from smserve.codecs.recordio.framing import read_payloads
+from smserve.codecs.recordio.schema import Record
 from smserve.types import Prediction
 
 LABELS = np.array([1, 0], dtype=np.int64)

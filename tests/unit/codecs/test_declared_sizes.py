@@ -26,8 +26,8 @@ from smserve.codecs.json import JsonCodec
 from smserve.codecs.jsonlines import JsonLinesCodec
 from smserve.codecs.libsvm import LibsvmCodec
 from smserve.codecs.parquet import ParquetCodec
-from smserve.codecs.recordio import RecordioCodec
-from smserve.codecs.recordio_writer import encode_prediction
+from smserve.codecs.recordio.codec import RecordioCodec
+from smserve.codecs.recordio.writer import encode_prediction
 from smserve.errors import DecodeError, InvalidInput, PayloadTooLarge
 from smserve.media import MediaType
 from smserve.types import Features, Prediction

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from smserve import media
-from smserve.algorithms import load_algorithm
-from smserve.algorithms.kmeans import KMeans
+from smserve.algorithms.kmeans.algorithm import KMeans
+from smserve.algorithms.loading import load_algorithm
 from smserve.codecs import default_registry
 from smserve.codecs.finite import check_finite
 from smserve.config import Settings

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from smserve.codecs.csv import CsvCodec
+from smserve.errors import DecodeError
 from smserve.media import MediaType, parse_media_type
 from smserve.training.channels import Channel
 from smserve.training.data import read_channel
@@ -150,3 +152,26 @@ def test_missing_or_empty_folder_is_a_training_error(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(TrainingError, match="holds no data files"):
         read_channel(Channel("train", tmp_path / "empty", MediaType("text/csv")))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"\xef\xbb\xbf1, 2.5 ,3\r\n\r\n4,,nan\n-inf,1e3,7",  # BOM, CRLF, blank line, missing
+        "\n".join(",".join(f"{v:.9g}" for v in row) for row in blobs(4000, 5)[0]).encode(),
+    ],
+    ids=["tolerant", "large"],
+)
+def test_csv_numbers_are_the_serving_codecs(tmp_path: Path, body: bytes) -> None:
+    dataset = read_channel(channel(tmp_path, {"a.csv": body}, "text/csv; label_size=0"))
+    served = CsvCodec().decode(body, MediaType("text/csv")).features
+    np.testing.assert_array_equal(dataset.features, served)
+
+
+@pytest.mark.parametrize("body", [b"1, ,3\n", b"1,2\n3,4,5\n", b"1,0x10\n"])
+def test_csv_refusals_are_the_serving_codecs(tmp_path: Path, body: bytes) -> None:
+    with pytest.raises(DecodeError) as served:
+        CsvCodec().decode(body, MediaType("text/csv"))
+    with pytest.raises(TrainingError) as trained:
+        read_channel(channel(tmp_path, {"a.csv": body}, "text/csv"))
+    assert str(trained.value).endswith(served.value.message)

@@ -41,9 +41,10 @@ def test_algorithm_defaults_to_xgboost_and_env_selects_kmeans(job: TrainingJob) 
     ("environ", "hyperparameters", "message"),
     [
         ({"SMSERVE_ALGORITHM": "forest"}, {}, "SMSERVE_ALGORITHM='forest' must be one of"),
+        ({}, {"algorithm": "forest"}, "hyperparameter algorithm='forest' must be one of"),
         ({"SMSERVE_ALGORITHM": "xgboost"}, {"algorithm": "kmeans"}, "contradicts"),
     ],
-    ids=["unknown", "contradiction"],
+    ids=["unknown", "unknown-hyperparameter", "contradiction"],
 )
 def test_algorithm_choice_errors(
     job: TrainingJob, environ: dict[str, str], hyperparameters: dict[str, str], message: str
