@@ -21,7 +21,7 @@ from smserve.errors import PayloadTooLarge
 FLOOR_BYTES = 16 * MIB  # any body may decode to this much (when the cap allows)
 # Parsing JSON into Python objects (orjson or the standard library) and the arrays made from
 # them: at most 46 bytes per body byte measured (a list every two bytes), about 20 for rows
-# of numbers (bench/decode_memory.py). Every JSON door charges this.
+# of numbers (bench/inprocess/decode_memory.py). Every JSON door charges this.
 JSON_BYTES_PER_BYTE = 48
 CAP_SETTING = "SMSERVE_REQUEST_MEMORY_MB"
 RATIO_SETTING = "SMSERVE_REQUEST_MEMORY_RATIO"

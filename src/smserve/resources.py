@@ -190,8 +190,9 @@ def _physical_memory() -> int:
 def return_freed_memory() -> None:
     """Hand the memory the C allocator holds but no longer uses back to the kernel (glibc's
     ``malloc_trim``); a no-op elsewhere. Loading a model frees far more than the model keeps
-    (XGBoost's JSON parser above all: ~10x the file, bench/model_memory.py), and glibc keeps
-    freed memory resident, where it counts against the container's limit like a model."""
+    (XGBoost's JSON parser above all: ~10x the file, bench/inprocess/model_memory.py), and
+    glibc keeps freed memory resident, where it counts against the container's limit like a
+    model."""
     trim = _malloc_trim()
     if trim is not None:
         trim(0)

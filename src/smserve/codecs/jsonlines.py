@@ -20,7 +20,7 @@ from smserve.media import JSONLINES, MediaType
 from smserve.types import Batch, Prediction
 
 # JSON's cost, and each line's own objects (its bytes, its slot in each list): at most 62
-# bytes per body byte measured, for lines of "[]" (bench/decode_memory.py).
+# bytes per body byte measured, for lines of "[]" (bench/inprocess/decode_memory.py).
 JSONLINES_BYTES_PER_BYTE = 64
 
 

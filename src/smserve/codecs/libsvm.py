@@ -37,7 +37,7 @@ _MAX_INDEX = 2**31 - 2  # the width must fit CSR's int32 column indices
 _MAX_INDEX_DIGITS = len(str(_MAX_INDEX))
 # The scan's arrays: a few bytes per body byte, and a dozen 8-byte offsets, masks and numbers
 # per token (a token takes at least two bytes with its separator): at most 30 bytes per body
-# byte measured (bench/decode_memory.py).
+# byte measured (bench/inprocess/decode_memory.py).
 SCAN_BYTES_PER_BYTE = 40
 
 

@@ -19,7 +19,7 @@ import orjson
 from smserve.budget import RequestBudget
 from smserve.errors import DecodeError
 
-# What parsing text into numbers costs (measured by bench/decode_memory.py): the text as a
+# What parsing text into numbers costs (measured by bench/inprocess/decode_memory.py): the text as a
 # str and the parser's copy of it (four bytes a character), per body byte; and per value,
 # numpy's reader's bookkeeping (most in one wide row: about 45 bytes a field), the value as
 # parsed (float64) and as kept (float32).

@@ -29,8 +29,9 @@ from smserve.types import Features, FloatArray
 FEATURE_KEY = "values"
 NUMERIC_TENSORS = ("float32_tensor", "float64_tensor", "int32_tensor")
 MAX_WIDTH = 2**31 - 1  # a feature index must fit scipy's int32 CSR indices
-# What parsing costs (bench/decode_memory.py): about 900 bytes per record (its message, map
-# entry and tensor, and the row made of it), and per body byte what its fields become.
+# What parsing costs (bench/inprocess/decode_memory.py): about 900 bytes per record (its
+# message, map entry and tensor, and the row made of it), and per body byte what its fields
+# become.
 RECORD_BYTES = 900
 FRAMED_BYTES_PER_BYTE = 32
 
