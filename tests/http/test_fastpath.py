@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import threading
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -66,7 +67,10 @@ def _logged(caplog: pytest.LogCaptureFixture, call: Callable[[], object]) -> lis
     caplog.clear()
     with caplog.at_level(logging.DEBUG, logger="smserve"):
         call()
-    return [re.sub(r"0x[0-9a-f]+", "", record.getMessage()) for record in caplog.records]
+    # this thread's records only: a fast predictor still being built for an earlier test's
+    # model logs from its own thread whenever it finishes
+    mine = [record for record in caplog.records if record.thread == threading.get_ident()]
+    return [re.sub(r"0x[0-9a-f]+", "", record.getMessage()) for record in mine]
 
 
 def _counts(app: Flask) -> list[str]:
