@@ -86,7 +86,7 @@ def measure(model_dir: Path, warm_dir: Path, threads: int) -> dict[str, float]:
     ``model_dir``, the peak while loading it, the growth per further copy, and the estimate."""
     import gc
 
-    from smserve.algorithms import footprint
+    from smserve.algorithms import catalog
     from smserve.config import Settings
     from smserve.repository.loading import ModelLoader
 
@@ -94,7 +94,7 @@ def measure(model_dir: Path, warm_dir: Path, threads: int) -> dict[str, float]:
     loader = ModelLoader(settings)
     held = [loader.load("warm", 1, warm_dir, None)]
     gc.collect()
-    estimate = footprint.estimate(settings, model_dir)  # libraries imported: not counted
+    estimate = catalog.estimate(settings, model_dir)  # libraries imported: not counted
     Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current VmRSS
     before = status_kib("VmRSS")
     held.append(loader.load("measured", 1, model_dir, None))

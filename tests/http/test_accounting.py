@@ -13,7 +13,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from smserve.algorithms import footprint
+from smserve.algorithms import catalog
 from smserve.config import Settings
 from smserve.http.accounting import AccessLog, format_label
 from smserve.http.app import create_app
@@ -140,7 +140,7 @@ def test_model_loads_refusals_and_unloads(tmp_path: Path, kmeans_model_dir: Path
     (models / "empty").mkdir()
     settings = Settings(multi_model=True, models_dir=models, runtime_dir=tmp_path)
     # room for one model's load peak, not for a second beside the first's resident memory
-    peak = footprint.estimate(settings, models / "alpha" / "model").peak
+    peak = catalog.estimate(settings, models / "alpha" / "model").peak
     settings = replace(settings, memory_budget_bytes=peak)
     client = create_app(runtime.prepare(settings)).test_client()
     assert client.post("/models", json={"model_name": "e", "url": "empty"}).status_code == 400

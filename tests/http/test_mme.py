@@ -12,7 +12,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from smserve.algorithms import footprint
+from smserve.algorithms import catalog
 from smserve.algorithms.ndarray import write_ndarray_file
 from smserve.config import MIB, Settings
 from smserve.http.app import create_app
@@ -118,7 +118,7 @@ def test_loaded_models_answer_the_tf_serving_api(client: FlaskClient) -> None:
 def test_a_load_past_the_memory_budget_is_507_and_loads_nothing(
     tmp_path: Path, models_dir: Path
 ) -> None:
-    cost = footprint.estimate(Settings(), models_dir / "alpha" / "model")
+    cost = catalog.estimate(Settings(), models_dir / "alpha" / "model")
     budget = cost.resident + cost.peak - 1  # room to load one model, not a second
     settings = Settings(
         multi_model=True, models_dir=models_dir, runtime_dir=tmp_path, memory_budget_bytes=budget
@@ -236,7 +236,7 @@ def test_the_default_budget_follows_the_container_memory_limit(tmp_path: Path) -
     }
     settings = Settings.from_env(environ, small)
     assert (settings.workers, settings.memory_budget_bytes) == (1, small.model_budget(1))
-    cost = footprint.estimate(settings, folder)
+    cost = catalog.estimate(settings, folder)
     assert settings.memory_budget_bytes is not None
     fits = (settings.memory_budget_bytes - cost.peak) // cost.resident + 1
     assert fits >= 2

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smserve.algorithms import footprint
+from smserve.algorithms import catalog
 from smserve.algorithms.base import Algorithm
 from smserve.algorithms.ndarray import write_ndarray_file
 from smserve.config import Settings
@@ -47,8 +47,8 @@ def registry(
 
 
 def test_a_load_past_the_budget_is_refused_before_loading(tmp_path: Path, models_dir: Path) -> None:
-    small = footprint.estimate(Settings(), models_dir / "small")
-    large = footprint.estimate(Settings(), models_dir / "large")
+    small = catalog.estimate(Settings(), models_dir / "small")
+    large = catalog.estimate(Settings(), models_dir / "large")
     assert large.peak > small.peak
     models, loader = registry(tmp_path, models_dir, budget=small.resident + large.peak - 1)
     models.load("small", "small")
@@ -64,7 +64,7 @@ def test_a_load_past_the_budget_is_refused_before_loading(tmp_path: Path, models
 def test_the_budget_counts_what_loaded_models_keep_not_their_peak(
     tmp_path: Path, models_dir: Path
 ) -> None:
-    small = footprint.estimate(Settings(), models_dir / "small")
+    small = catalog.estimate(Settings(), models_dir / "small")
     models, _ = registry(tmp_path, models_dir, budget=small.resident + small.peak)
     models.load("a", "small")
     models.load("b", "small")

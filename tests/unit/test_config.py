@@ -136,7 +136,6 @@ def test_payload_in_mb_wins_over_max_content_length() -> None:
         ("MAX_CONTENT_LENGTH", "6MB"),
         ("SAGEMAKER_BATCH", "maybe"),
         ("SAGEMAKER_BATCH_STRATEGY", "ALL"),
-        ("SMSERVE_ALGORITHM", "linear-learner"),
         ("SAGEMAKER_INFERENCE_OUTPUT", " , "),
         ("SMSERVE_FILE_SYSTEM_POLL_WAIT_SECONDS", "soon"),
         ("SMSERVE_MEMORY_BUDGET_MB", "0"),

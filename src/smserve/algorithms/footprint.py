@@ -28,7 +28,6 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from smserve.algorithms.catalog import chosen
 from smserve.algorithms.confinement import open_file, regular_files
 from smserve.algorithms.kmeans.centroids import SKOPS_SUFFIX, is_kmeans_artifact
 from smserve.algorithms.model_files import candidate_files, is_archive
@@ -83,14 +82,6 @@ class ModelFile:
     @property
     def is_json(self) -> bool:
         return bool(_JSON_START.match(self.head))
-
-
-def estimate(settings: Settings, model_dir: Path) -> Footprint:
-    """The footprint of the model in ``model_dir`` (read through ``confinement``); raises
-    ModelLoadError when its files cannot be listed or read."""
-    files = model_files(model_dir)
-    spec = chosen(settings.algorithm, [Path(f.name) for f in files])
-    return PER_MODEL + spec.footprint(files, settings)
 
 
 def xgboost_footprint(files: list[ModelFile], settings: Settings) -> Footprint:

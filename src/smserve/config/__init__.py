@@ -14,7 +14,6 @@ from typing import Any
 
 from smserve.config import derived
 from smserve.config.constants import (
-    ALGORITHMS,
     BATCH_STRATEGIES,
     DEFAULT_GRPC_PORT,
     DEFAULT_MAX_MODEL_UNPACKED_MB,
@@ -41,7 +40,6 @@ from smserve.resources import Resources, detect
 
 __all__ = [
     "MIB",
-    "ALGORITHMS",
     "KMEANS_DISTANCES",
     "XGBOOST_DEVICES",
     "FAST_PREDICTOR_MODES",
@@ -183,7 +181,7 @@ class Settings:
             batch_mode=env.boolean("SAGEMAKER_BATCH", False),
             batch_strategy=env.choice("SAGEMAKER_BATCH_STRATEGY", "MULTI_RECORD", BATCH_STRATEGIES),
             max_concurrent_transforms=env.optional_integer("SAGEMAKER_MAX_CONCURRENT_TRANSFORMS"),
-            algorithm=env.optional_choice("SMSERVE_ALGORITHM", ALGORITHMS),
+            algorithm=env.lowered("SMSERVE_ALGORITHM"),
             kmeans_distance=env.choice("SMSERVE_KMEANS_DISTANCE", "euclidean", KMEANS_DISTANCES),
             inference_output=derived.inference_output(env),
             ensemble=env.boolean("SAGEMAKER_INFERENCE_ENSEMBLE", True),

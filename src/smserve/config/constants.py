@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from smserve.algorithms.catalog import NAMES
-
 MIB = 1024 * 1024
 
-ALGORITHMS = NAMES  # the table of algorithms (smserve.algorithms.catalog) lists them
 KMEANS_DISTANCES = ("euclidean", "squared")
 XGBOOST_DEVICES = ("auto", "cpu", "cuda")
 FAST_PREDICTOR_MODES = ("auto", "off")

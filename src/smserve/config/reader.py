@@ -21,6 +21,12 @@ class Reader:
         value = self._environ.get(name, "").strip()
         return value or None
 
+    def lowered(self, name: str) -> str | None:
+        """A name matched in any case, checked where it is used (an algorithm's name: by the
+        table of algorithms, which config must not import)."""
+        value = self.text(name)
+        return value.lower() if value else None
+
     def _convert(self, name: str, cast: Callable[[str], T], what: str) -> T | None:
         value = self.text(name)
         if value is None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smserve.config.constants import ALGORITHMS, DEFAULT_TRAINING_BASE_DIR, LIBSVM_INDEX_BASES
+from smserve.config.constants import DEFAULT_TRAINING_BASE_DIR, LIBSVM_INDEX_BASES
 from smserve.config.derived import log_level
 from smserve.config.reader import Reader
 
@@ -34,7 +34,7 @@ class TrainingSettings:
         paths = cls.layout(env)
         return cls(
             **paths,
-            algorithm=env.optional_choice("SMSERVE_ALGORITHM", ALGORITHMS),
+            algorithm=env.lowered("SMSERVE_ALGORITHM"),
             libsvm_index_base=env.choice("SMSERVE_LIBSVM_INDEX_BASE", "0", LIBSVM_INDEX_BASES),
             log_level=log_level(env),
         )

@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smserve.config import ALGORITHMS, Settings
+from smserve.algorithms.catalog import NAMES
+from smserve.config import Settings
 from smserve.errors import ConfigError
 from smserve.repository.textproto import Message, Scalar, parse
 
@@ -134,10 +135,10 @@ def _model(config: Message, source: str) -> ModelConfig:
 
 
 def _platform(value: str, name: str, source: str) -> str | None:
-    if value and value not in ALGORITHMS:
+    if value and value not in NAMES:
         raise ConfigError(
             f"{source}: model {name}: model_platform {value!r} is not supported; use one of "
-            f"{', '.join(ALGORITHMS)}, or leave it out to detect the kind from the files"
+            f"{', '.join(NAMES)}, or leave it out to detect the kind from the files"
         )
     return value or None
 

@@ -39,7 +39,7 @@ import threading
 import uuid
 from pathlib import Path
 
-from smserve.algorithms import footprint
+from smserve.algorithms import catalog
 from smserve.algorithms.confinement import Outside, confined, resolve_directory
 from smserve.algorithms.footprint import Footprint
 from smserve.errors import (
@@ -186,7 +186,7 @@ class MultiModelRegistry:
     def _estimate(self, path: Path) -> Footprint:
         try:
             with confined(self.models_dir):
-                return footprint.estimate(self.loader.settings, path)
+                return catalog.estimate(self.loader.settings, path)
         except ModelLoadError as exc:
             raise InvalidInput(f"Unable to load model from {path}: {exc}") from None
 

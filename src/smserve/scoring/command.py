@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from smserve.algorithms.catalog import spec_for
 from smserve.config import MIB, Settings
 from smserve.scoring.options import (
     ASSEMBLE_WITH,
@@ -89,6 +90,8 @@ def configure(
     args: argparse.Namespace, environ: Mapping[str, str], cpus: int
 ) -> tuple[Settings, Plan, Run]:
     settings = Settings.from_env(environ)
+    if settings.algorithm is not None:  # before any worker starts: ConfigError names the choices
+        spec_for(settings.algorithm)
     changes = {"batch_mode": True, "model_dir": args.model_dir or settings.model_dir}
     if args.max_payload_mb is not None:
         changes["max_payload_bytes"] = args.max_payload_mb

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
-from smserve.algorithms.catalog import DEFAULT, spec_for
-from smserve.config import ALGORITHMS, TrainingSettings
+from smserve.algorithms.catalog import DEFAULT, NAMES, spec_for
+from smserve.config import TrainingSettings
 from smserve.errors import ConfigError
 from smserve.training.channels import Channel, load_channels
 from smserve.training.failure import (
@@ -85,7 +85,9 @@ def train(settings: TrainingSettings, paths: TrainingPaths) -> None:
 
 
 def _algorithm(from_env: str | None, hp: Hyperparameters) -> str:
-    from_hp = hp.optional_choice("algorithm", ALGORITHMS)
+    from_hp = hp.optional_choice("algorithm", NAMES)
+    if from_env and from_env not in NAMES:
+        raise TrainingError(f"SMSERVE_ALGORITHM={from_env!r} must be one of: {', '.join(NAMES)}")
     if from_env and from_hp and from_env != from_hp:
         raise TrainingError(
             f"hyperparameter algorithm={from_hp!r} contradicts SMSERVE_ALGORITHM={from_env!r}"

@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smserve import config, demo
+from smserve import demo
 from smserve.algorithms import catalog
+from smserve.algorithms.loading import load_algorithm
 from smserve.algorithms.model_files import candidate_files
 from smserve.algorithms.ndarray import write_ndarray_file
 from smserve.cli import main
@@ -23,7 +24,6 @@ from smserve.scoring import worker
 
 def test_every_name_list_is_the_table() -> None:
     assert catalog.NAMES == tuple(spec.name for spec in catalog.ALGORITHMS)
-    assert config.ALGORITHMS == catalog.NAMES
     assert catalog.DEFAULT in catalog.ALGORITHMS
 
 
@@ -55,17 +55,22 @@ def test_a_named_algorithm_wins_over_the_files(tmp_path: Path) -> None:
     assert catalog.chosen("xgboost", files).name == "xgboost"
 
 
-def test_config_refuses_an_unknown_algorithm() -> None:
-    with pytest.raises(ConfigError, match="SMSERVE_ALGORITHM='forest' must be one of: kmeans"):
-        Settings.from_env({"SMSERVE_ALGORITHM": "forest"})
+def test_serving_refuses_an_unknown_algorithm(tmp_path: Path) -> None:
+    # config takes the name as text (it imports nothing of the algorithms); the table checks it
+    assert Settings.from_env({"SMSERVE_ALGORITHM": " KMeans "}).algorithm == "kmeans"
+    write_ndarray_file(tmp_path / "model_algo-1", np.ones((2, 3), dtype=np.float32))
+    settings = Settings.from_env({"SMSERVE_ALGORITHM": "forest"})
+    with pytest.raises(ConfigError, match="unknown algorithm 'forest': use one of kmeans"):
+        load_algorithm(settings, tmp_path)
 
 
 def test_score_refuses_an_unknown_algorithm(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("SMSERVE_ALGORITHM", "forest")
+    (tmp_path / "in.csv").write_text("1,2\n")
     assert main(["score", str(tmp_path / "in.csv"), "--output", str(tmp_path / "out")]) == 2
-    assert "invalid configuration: SMSERVE_ALGORITHM='forest'" in capsys.readouterr().err
+    assert "unknown algorithm 'forest': use one of kmeans" in capsys.readouterr().err
 
 
 def test_score_workers_refuse_an_unknown_algorithm_set_past_the_config() -> None:

@@ -12,6 +12,7 @@ import pytest
 import xgboost as xgb
 
 from smserve.algorithms import footprint
+from smserve.algorithms.catalog import estimate
 from smserve.algorithms.footprint import (
     KMEANS,
     PER_MODEL,
@@ -19,7 +20,6 @@ from smserve.algorithms.footprint import (
     XGBOOST_BINARY,
     XGBOOST_JSON,
     Footprint,
-    estimate,
 )
 from smserve.algorithms.ndarray import write_ndarray_file
 from smserve.config import Settings
