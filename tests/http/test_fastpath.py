@@ -7,8 +7,8 @@ from __future__ import annotations
 import io
 import logging
 import re
-import threading
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
