@@ -37,9 +37,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,6 +46,7 @@ from pathlib import Path
 
 if not __package__:  # run as a file: `bench` imports from the repository root
     sys.path[0] = str(Path(__file__).resolve().parents[2])
+from bench.peers import wrk_servers  # noqa: E402
 from bench.shared import harness, mlserver, proxied, wrk  # noqa: E402
 from bench.shared.wrk import Cell, Request  # noqa: E402
 
@@ -118,7 +117,7 @@ def _run_model(
     wanted = set(args.servers)
     out: dict[str, dict[int, Cell]] = {}
     if wanted & {"all", "floor"}:
-        with _floor(scratch / "floor") as port:
+        with wrk_servers.floor_server(scratch / "floor") as port:
             out[FLOOR] = _cells(port, csv, args, scratch)
     if wanted & {"all", "smserve"}:
         with _smserve(args, model_dir, scratch / "smserve.log") as port:
@@ -134,7 +133,7 @@ def _run_model(
             print("SKIPPED MLServer: give --mlserver PATH to MLServer 1.7.1's executable")
     if wanted & {"all", "aws"}:
         if args.aws_src and Path(args.aws_src, "sagemaker_xgboost_container").is_dir():
-            with _aws(args, model_dir, scratch / "aws") as port:
+            with wrk_servers.aws_server(args, model_dir, scratch / "aws") as port:
                 out["AWS XGBoost (gunicorn+gevent)"] = _cells(port, csv, args, scratch)
         else:
             print("SKIPPED AWS: give --aws-src PATH to sagemaker-xgboost-container's src/")
@@ -189,101 +188,6 @@ def _smserve(args: argparse.Namespace, model_dir: Path, log: Path) -> Iterator[i
             if READY.search(line):
                 print("  smserve:", line.split("]")[-1].strip()[:150], flush=True)
         yield server.port
-
-
-@contextlib.contextmanager
-def _floor(run_dir: Path) -> Iterator[int]:
-    run_dir.mkdir()
-    port = harness.free_port()
-    sock = run_dir / "floor.sock"
-    conf = run_dir / "nginx.conf"
-    user = "user root;" if os.geteuid() == 0 else ""  # its workers reach the socket in scratch
-    conf.write_text(user + FLOOR_CONF.format(run=run_dir, port=port, sock=sock))
-    command = ["nginx", "-c", str(conf), "-p", str(run_dir)]
-    with _process(command, {}, run_dir / "nginx.log") as process:
-        _wait_port(port, process)
-        yield port
-
-
-FLOOR_CONF = """daemon off; worker_processes 1; pid {run}/nginx.pid; error_log stderr warn;
-events {{ worker_connections 1024; multi_accept on; }}
-http {{
-    access_log off; tcp_nodelay on; client_body_temp_path {run};
-    proxy_temp_path {run}; fastcgi_temp_path {run}; uwsgi_temp_path {run}; scgi_temp_path {run};
-    upstream fixed {{ server unix:{sock}; keepalive 16; }}
-    server {{
-        listen 127.0.0.1:{port} backlog=4096;
-        location / {{
-            proxy_pass http://fixed; proxy_http_version 1.1; proxy_set_header Connection "";
-            proxy_request_buffering on; proxy_buffering on;
-        }}
-    }}
-    server {{
-        listen unix:{sock};
-        location / {{ default_type text/csv; return 200 "0.5\\n"; }}
-    }}
-}}
-"""
-
-
-@contextlib.contextmanager
-def _aws(args: argparse.Namespace, model_dir: Path, run_dir: Path) -> Iterator[int]:
-    """The AWS algorithm-mode app under gunicorn as its ScoringService.start configures it."""
-    run_dir.mkdir()
-    (run_dir / "aws_app.py").write_text(
-        "from sagemaker_xgboost_container.algorithm_mode import serve\n"
-        "app = serve.ScoringService.csdk_start()\n"
-        "post_worker_init = serve.ScoringService.post_worker_init\n"
-    )
-    port = harness.free_port()
-    python = args.aws_python or sys.executable
-    command = [
-        python,
-        "-m",
-        "gunicorn",
-        "-k",
-        "gevent",
-        "-w",
-        str(args.workers),
-        "--keep-alive",
-        "60",
-        "-b",
-        f"127.0.0.1:{port}",
-        "--chdir",
-        str(run_dir),
-        "-c",
-        "python:aws_app",
-        "--log-level",
-        "warning",
-        "aws_app:app",
-    ]
-    env = {
-        "PYTHONPATH": f"{args.aws_src}:{run_dir}",
-        "SM_MODEL_DIR": str(model_dir),
-        "OMP_NUM_THREADS": "1",
-        "SAGEMAKER_BIND_TO_PORT": str(port),
-    }
-    with _process(command, env, run_dir / "aws.log") as process:  # it logs every request
-        _wait_port(port, process)
-        yield port
-
-
-@contextlib.contextmanager
-def _process(
-    command: list[str], env: dict[str, str], log: Path | None = None
-) -> Iterator[subprocess.Popen[bytes]]:
-    with (log or Path(os.devnull)).open("wb") as sink:
-        process = subprocess.Popen(
-            command, env={**os.environ, **env}, stdout=sink, stderr=sink, start_new_session=True
-        )
-    try:
-        yield process
-    finally:
-        proxied.stop(process)
-
-
-def _wait_port(port: int, process: subprocess.Popen[bytes]) -> None:
-    harness.wait_ready(port, process, "/ping", 120)
 
 
 def _report(model: str, results: dict[str, dict[int, Cell]], connections: list[int]) -> None:
