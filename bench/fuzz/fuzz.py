@@ -2,9 +2,9 @@
 clients over raw sockets, against three servers (client i uses server i % 3): XGBoost, k-means,
 and a multi-model endpoint serving both (SAGEMAKER_MULTI_MODEL, the /models routes).
 
-What is sent is described in fuzz_requests.py, fuzz_mutations.py, fuzz_framing.py and
-fuzz_mme.py. What must hold, counted and printed, with examples of any breach (the exit
-status is 1 then):
+What is sent is described in fuzz_bodies.py, fuzz_requests.py, fuzz_mutations.py,
+fuzz_framing.py and fuzz_mme.py. What must hold, counted and printed, with examples of any
+breach (the exit status is 1 then):
 
 * no answer >= 500;
 * no connection dropped or reset after an answer that kept it alive (keep-alive desync), and
@@ -36,6 +36,7 @@ from pathlib import Path
 
 if not __package__:  # run as a file: `bench` imports from the repository root
     sys.path[0] = str(Path(__file__).resolve().parents[2])
+from bench.fuzz import fuzz_bodies  # noqa: E402
 from bench.fuzz import fuzz_requests as kinds  # noqa: E402
 from bench.fuzz.fuzz_framing import framing  # noqa: E402
 from bench.fuzz.fuzz_mme import SERVED, mme  # noqa: E402
@@ -67,7 +68,7 @@ MME_KINDS = (
 
 def run_client(index: int, port: int, quota: int, args: argparse.Namespace, out: Tally) -> None:
     r = random.Random(f"{args.seed}/{index}")
-    bodies = kinds.Bodies(args.payload_mb * 1024 * 1024, seed=args.seed + index)
+    bodies = fuzz_bodies.Bodies(args.payload_mb * 1024 * 1024, seed=args.seed + index)
     generators, weights = zip(*(MME_KINDS if index % 3 == 2 else KINDS), strict=True)
     session = Session(port, out)
     deadline = time.monotonic() + args.seconds

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import random
 
-from bench.fuzz.fuzz_requests import Bodies, Fuzzed, chunked
+from bench.fuzz.fuzz_bodies import Bodies, chunked
+from bench.fuzz.fuzz_requests import Fuzzed
 
 BAD_LENGTHS = (b"12abc", b"-1", b"+5", b" 5", b"0x10", b"99999999999999999999", b"", b"1,1")
 BAD_ENCODINGS = (b"chunked, chunked", b"gzip, chunked", b"Chunked", b"identity", b"xchunked",

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import random
 
+from bench.fuzz.fuzz_bodies import Bodies
 from bench.fuzz.fuzz_mutations import mutate
-from bench.fuzz.fuzz_requests import Bodies, Fuzzed, invocation
+from bench.fuzz.fuzz_requests import Fuzzed, invocation
 
 SERVED = ("xgboost", "kmeans")
 SCRATCH = ("scratch-a", "scratch-b")  # at most these two are ever registered by the fuzz

@@ -10,63 +10,13 @@ right answer; ``sample`` marks the cases CI runs."""
 from __future__ import annotations
 
 import json
-import re
-import socket
-import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from bench.hostile import hostile_bodies as bodies
+from bench.hostile.hostile_case import MME, ROW, XGB_NAMED, Case, Outcome, post, send
+from bench.hostile.hostile_connections import idle_flood, slow_readers
 from bench.hostile.hostile_wire import exchange, request
-
-ROW = ",".join(["0.5"] * 50)
-XGB_NAMED = "single"  # SM_MODEL_DIR: XGBoost whose own names are f0..f49 (all three doors)
-MME = "mme"  # a multi-model endpoint: xgboost (no names) and kmeans registered
-
-
-@dataclass
-class Outcome:
-    status: int | None
-    seconds: float
-    envelope: bool
-    detail: str = ""
-
-
-@dataclass(frozen=True)
-class Case:
-    name: str
-    group: str
-    server: str
-    run: Callable[[int], Outcome]
-    expect: tuple[int, ...] = ()
-    sample: bool = False
-
-
-def send(port: int, data: bytes, answers: int = 1) -> Outcome:
-    start = time.monotonic()
-    try:
-        found = exchange(port, data, answers)
-    except OSError as exc:  # a timeout, or a reset before any answer: a miss, not a crash
-        return Outcome(None, time.monotonic() - start, False, f"no answer: {exc!r}")
-    seconds = time.monotonic() - start
-    if len(found) < answers:
-        return Outcome(None, seconds, False, f"{len(found)} of {answers} answers")
-    worst = max(found, key=lambda answer: answer.status)
-    return Outcome(worst.status, seconds, all(a.envelope for a in found), worst.message[:160])
-
-
-Body = bytes | Callable[[], bytes]  # a callable is built when the case runs (the big ones)
-
-
-def post(path: str, body: Body, content_type: str, **headers: str) -> Callable[[int], Outcome]:
-    fields = {"Content-Type": content_type, "Connection": "close", **headers}
-
-    def run(port: int) -> Outcome:
-        data = body() if callable(body) else body
-        return send(port, request("POST", path, data, fields))
-
-    return run
 
 
 def _bombs() -> list[Case]:
@@ -195,87 +145,6 @@ def _framing() -> list[Case]:
                                              {"Content-Type": "text/csv"}) * 3, answers=3),
              (200,)),
     ]  # fmt: skip
-
-
-def slow_readers(clients: int = 64, rows: int = 20_000) -> Callable[[int], Outcome]:
-    """``clients`` connections each ask for a ~10 MB answer (k-means contributions of
-    ``rows`` rows, as CSV) and never read it; a normal request is timed meanwhile."""
-    body = b"0:1\n" * rows
-    data = request(
-        "POST",
-        "/models/kmeans/invoke",
-        body,
-        {
-            "Content-Type": "text/libsvm",
-            "Accept": "text/csv",
-            "X-Amzn-SageMaker-Custom-Attributes": "outputs=contributions",
-        },
-    )
-
-    def run(port: int) -> Outcome:
-        before = _kmeans_answers(port)[0]
-        held = [_stalled(port, data) for _ in range(clients)]
-        _until_answered(port, before + clients)  # the answers are made and wait in nginx
-        try:
-            return send(port, request("POST", "/models/xgboost/invoke", ROW.encode(),
-                                      {"Content-Type": "text/csv"}))  # fmt: skip
-        finally:
-            for sock in held:
-                sock.close()
-
-    return run
-
-
-_ANSWERED = re.compile(
-    rb'^smserve_requests_total\{[^}]*model="kmeans"[^}]*status="200"\} (\d+)$', re.M
-)
-
-
-def _kmeans_answers(port: int) -> tuple[int, bool]:
-    """(k-means answers given so far, whether the workers hold no request) from the metrics."""
-    found = exchange(port, request("GET", "/metrics"))
-    page = found[0].body if found else b""
-    return sum(int(n) for n in _ANSWERED.findall(page)), b"\nsmserve_requests_in_flight 0\n" in page
-
-
-def _until_answered(port: int, count: int, timeout_s: float = 120.0) -> None:
-    """Until ``count`` k-means answers are made and the workers hold nothing, at most
-    ``timeout_s``: computing the held answers is queued work; what is timed after it is
-    whether answers nobody reads still hold a worker."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        answered, idle = _kmeans_answers(port)
-        if answered >= count and idle:
-            return
-        time.sleep(0.25)
-
-
-def idle_flood(connections: int = 1000) -> Callable[[int], Outcome]:
-    """``connections`` connections that send nothing (and some half a header line)."""
-
-    def run(port: int) -> Outcome:
-        held = []
-        for index in range(connections):
-            sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-            if index % 2:
-                sock.sendall(b"POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Ty")
-            held.append(sock)
-        time.sleep(1)
-        try:
-            return send(port, request("POST", "/invocations", ROW.encode(),
-                                      {"Content-Type": "text/csv"}))  # fmt: skip
-        finally:
-            for sock in held:
-                sock.close()
-
-    return run
-
-
-def _stalled(port: int, data: bytes) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # and never read
-    sock.sendall(data)
-    return sock
 
 
 def _load_models() -> list[Case]:

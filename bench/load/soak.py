@@ -33,7 +33,7 @@ import numpy as np
 
 if not __package__:  # run as a file: `bench` imports from the repository root
     sys.path[0] = str(Path(__file__).resolve().parents[2])
-from bench.fuzz.fuzz_requests import encode  # noqa: E402
+from bench.fuzz.fuzz_bodies import encode  # noqa: E402
 from bench.shared import harness, proxied  # noqa: E402
 
 BATCHES = (1, 10, 100, 1000)
