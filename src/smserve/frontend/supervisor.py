@@ -1,22 +1,16 @@
 """Run gunicorn (on a unix socket) and nginx (on the port) side by side, as one server.
 
-* Start: ``preflight`` checks what would otherwise fail later (the socket paths, ``nginx
-  -t``). The gunicorn master is forked first (it runs ``serve_upstream``, which never returns
-  until gunicorn stops); once its socket accepts connections, and nginx's workers can connect
-  to it, nginx starts, and this process answers ``/ping`` and the metrics page on a socket of
-  its own (``sidecar``). ``/ping`` says 200 once a probe has gone through nginx to a worker
-  and back (``probe``). Both children die with this process (PR_SET_PDEATHSIG), so a killed
-  supervisor leaves no orphan listening.
-* A front end that cannot work stops at once: a failed check, or a probe that nginx answers
-  502, stops both children and raises FrontEndError naming the cause (``smserve serve``
-  prints it and exits 2), rather than leaving a server that answers 502 forever.
-* Failure: when either child exits on its own, the other is stopped and ``run`` returns a
-  non-zero status (the child's own, or 1), so the container exits and its platform restarts it.
-* SIGTERM/SIGINT: nginx is asked to quit gracefully (SIGQUIT: stop accepting, finish every
-  in-flight request, at most ``graceful_timeout_s``); once it has gone, gunicorn gets SIGTERM
-  and drains the rest. Whatever still runs ``graceful_timeout_s + 3`` seconds after the signal
-  is killed, inside SageMaker's 30 s.
-"""
+* Start: ``preflight`` checks the socket paths and ``nginx -t``. The gunicorn master is forked
+  first (``serve_upstream`` returns when gunicorn stops); once its socket accepts and nginx's
+  workers can connect to it, nginx starts, and this process answers ``/ping`` and the metrics
+  page on a socket of its own (``sidecar``): 200 once a probe has gone through nginx to a
+  worker and back (``probe``). Both children die with this process (PR_SET_PDEATHSIG).
+* A front end that cannot work (a failed check, a probe nginx answers 502) stops both children
+  and raises FrontEndError (exit 2); unless gunicorn halts: a worker failed to start.
+* Failure: when either child exits, the other is stopped and ``run`` returns a non-zero status.
+* SIGTERM/SIGINT: nginx quits gracefully (SIGQUIT: in-flight requests finish, at most
+  ``graceful_timeout_s``), then gunicorn gets SIGTERM and drains the rest. Whatever still runs
+  ``graceful_timeout_s + 3`` s after the signal is killed, inside SageMaker's 30 s."""
 
 from __future__ import annotations
 
@@ -45,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 SOCKET_WAIT_S = 60.0
 KILL_MARGIN_S = 3
+HALT_WAIT_S = 5.0  # for gunicorn to exit when a check fails because it halted
 _PR_SET_PDEATHSIG = 1
 
 
@@ -53,12 +48,10 @@ def run_proxied(
     serve_upstream: Callable[[str], int],
     start_failure: Callable[[], str | None] = lambda: None,
 ) -> int:
-    """Serve ``settings.port`` through nginx; ``serve_upstream(bind)`` runs gunicorn there.
-    ``start_failure()`` says why a worker failed to start, if one did (None: none did).
-
-    ``settings.runtime_dir`` must be a prepared run directory. Returns the exit status;
-    raises FrontEndError when the front end cannot work (after stopping what started).
-    """
+    """Serve ``settings.port`` (``settings.runtime_dir`` prepared) through nginx;
+    ``serve_upstream(bind)`` runs gunicorn there; ``start_failure()`` says why a worker failed
+    to start (None: none did). Returns the exit status; raises FrontEndError when the front
+    end cannot work (after stopping what started)."""
     layout, nginx, config = _prepared(settings)
     group = Supervisor(settings.graceful_timeout_s, start_failure)
     group.install_signal_handlers()
@@ -142,15 +135,22 @@ class Supervisor:
         return self.wait()
 
     def check(self, preflight_check: Callable[[], None]) -> bool:
-        """Run a check: True when it passes. When it raises FrontEndError, stop the children
-        and raise it; unless a worker failed to start (False): gunicorn, halting, took its
-        socket with it, and the worker's failure is what to report."""
+        """True when the check passes; False when it failed because gunicorn is halting (a
+        worker failed to boot); else the children are stopped and its FrontEndError raised."""
         try:
             preflight_check()
         except FrontEndError as exc:
-            if self.start_failure() is not None:
+            if self._halting():
                 return False
             self.abort(exc)
+        return True
+
+    def _halting(self) -> bool:
+        deadline = time.monotonic() + HALT_WAIT_S
+        while self.start_failure() is None and not self._exited(self.upstream):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
         return True
 
     def abort(self, error: FrontEndError) -> NoReturn:
@@ -171,10 +171,10 @@ class Supervisor:
         return self.wait()
 
     def await_proxy(self, port: int, layout: ProxyLayout) -> int | None:
-        """Wait until nginx carries a request to a worker and back: None then; else the exit
-        status to return (a child exited, or a stop came first). A 502 aborts."""
+        """None once nginx carries a request to a worker and back; else the exit status to
+        return (a child exited, a stop came first). A 502 aborts, unless gunicorn halts."""
         status = probe.through_nginx(port, self._starting)
-        if status == HTTPStatus.BAD_GATEWAY and self.start_failure() is not None:
+        if status == HTTPStatus.BAD_GATEWAY and self._halting():
             status = None  # gunicorn closed its socket as it halted: a worker failed to start
         elif status == HTTPStatus.BAD_GATEWAY:
             self.abort(
