@@ -9,6 +9,7 @@ graceful timeout (``http.worker``)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from smserve import door_table
@@ -33,3 +34,25 @@ def start(settings: Settings, wsgi: Any) -> tuple[Listener, ...]:
     metrics = serving.metrics if isinstance(serving, context.Serving) else None
     started = (begin(settings, models, metrics) for begin in starts())
     return tuple(listener for listener in started if listener is not None)
+
+
+class Stopping:
+    """A worker's listeners stopped with it (both worker classes): told to stop taking requests
+    when HTTP starts draining (SIGTERM), then waited for within the graceful timeout from then."""
+
+    def __init__(self) -> None:
+        self.began: float | None = None
+
+    def begin(self, started: tuple[Listener, ...]) -> None:
+        if self.began is None:
+            self.began = time.monotonic()
+            for listener in started:
+                listener.begin_stop()
+
+    def wait(self, started: tuple[Listener, ...], graceful_timeout: float, log: Any) -> None:
+        """Also when the worker ends for another reason than a stop."""
+        self.begin(started)
+        deadline = (self.began or 0.0) + graceful_timeout
+        for listener in started:
+            if not listener.wait_stopped(max(deadline - time.monotonic(), 0.0)):
+                log.warning("a listener still had requests after the graceful timeout")

@@ -60,7 +60,7 @@ def native_thread_limits(settings: Settings, cpu_count: int) -> Mapping[str, str
     worker and one thread a large batch still gets every CPU).
 
     Environment variables rather than threadpoolctl in a gunicorn hook: a limit set there
-    applies to the hook's thread only, and gthread predicts on other threads.
+    applies to the hook's thread only, and the workers predict on other threads.
     """
     share = str(max(1, cpu_count // (settings.workers * settings.threads)))
     return dict.fromkeys(THREAD_VARIABLES, share)

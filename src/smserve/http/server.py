@@ -1,8 +1,11 @@
 """The serving process: gunicorn configured from Settings, with the model loaded in each worker.
 
-Worker model. ``gthread`` workers: a sync worker closes every connection after one response, while
-gthread parks idle keep-alive connections in its selector and hands requests to a pool of
-``settings.threads`` threads. Each worker process builds its own app and InferenceService in
+Worker model. Behind nginx, ``http.upstream``'s worker: nginx is its only peer and has read each
+request whole, so its request threads (``settings.threads``) each take the next ready connection
+from one epoll set and answer on it directly. gunicorn alone faces clients, so it keeps ``gthread``
+workers (``http.worker``), which park idle keep-alive connections in a selector and hand requests
+to a pool of ``settings.threads`` threads (a sync worker would close every connection after one
+response). Each worker process builds its own app and InferenceService in
 ``load()`` (no preload), as the built-in XGBoost container does: no booster or OpenMP state
 crosses a fork, and a worker only accepts connections once its model is loaded, so /ping is 200
 as soon as a worker answers.
@@ -31,8 +34,8 @@ it, gunicorn listens on the port itself (see ``smserve.frontend``). Behind nginx
 header limits are lifted (nginx enforces its own, and answers them in JSON) and its keep-alive
 outlives nginx's idle upstream connections.
 
-Note that with gthread, gunicorn's ``timeout`` guards the worker's event loop, not the length of a
-request: a slow prediction is bounded by the platform's invocation timeout, not by gunicorn."""
+Note that with either worker, gunicorn's ``timeout`` guards the worker's main thread, not the length
+of a request: a slow prediction is bounded by the platform's invocation timeout, not by gunicorn."""
 
 from __future__ import annotations
 
@@ -59,6 +62,9 @@ from smserve.repository import runtime
 WSGIApp = Callable[..., Any]
 AppFactory = Callable[[], WSGIApp]
 
+GTHREAD_WORKER = "smserve.http.worker.JsonErrorWorker"  # gthread, JSON parse errors
+UPSTREAM_WORKER = "smserve.http.upstream.worker.UpstreamWorker"  # nginx's connections only
+
 # gunicorn's default heartbeat files live in /tmp, which is a slow overlay in containers.
 _SHM = "/dev/shm"
 
@@ -74,6 +80,7 @@ def gunicorn_options(settings: Settings, bind: str | None = None) -> dict[str, o
 
 def _behind_proxy(settings: Settings) -> dict[str, object]:
     return {
+        "worker_class": UPSTREAM_WORKER,
         "keepalive": max(settings.keep_alive_s, nginx.UPSTREAM_IDLE_S + 15),
         "limit_request_line": 0,  # 0: unlimited; nginx answers 414 itself
         "limit_request_field_size": 0,
@@ -84,7 +91,7 @@ def _behind_proxy(settings: Settings) -> dict[str, object]:
 def _common_options(settings: Settings) -> dict[str, object]:
     return {
         "workers": settings.workers,
-        "worker_class": "smserve.http.worker.JsonErrorWorker",  # gthread, JSON parse errors
+        "worker_class": GTHREAD_WORKER,
         "threads": settings.threads,
         "timeout": settings.timeout_s,
         "keepalive": settings.keep_alive_s,

@@ -11,7 +11,6 @@ then closes the connection as gunicorn does."""
 
 from __future__ import annotations
 
-import time
 from http import HTTPStatus
 from socket import socket
 from typing import Any
@@ -21,7 +20,7 @@ from gunicorn.util import write_nonblock
 from gunicorn.workers.gthread import ThreadWorker
 
 from smserve.door_table import default_envelope
-from smserve.http import whole_body
+from smserve.http import listeners, whole_body
 from smserve.media import JSON
 
 _STATUS_BY_ERROR: tuple[tuple[type[Exception], HTTPStatus], ...] = (
@@ -37,28 +36,20 @@ class JsonErrorWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untype
     whole in one ``recv`` (``whole_body``), and that stops the app's other listeners
     (``http.listeners``: the gRPC door) with HTTP."""
 
-    stop_began: float | None = None  # when the listeners were told to stop
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stopping = listeners.Stopping()
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         """SIGTERM: the other listeners stop taking requests too, while HTTP drains."""
-        self.stop_listeners()
+        self.stopping.begin(self.app.listeners)
         super().handle_exit(sig, frame)
 
     def run(self) -> None:
         """Serve until stopped, then wait for the other listeners' in-flight requests, within
         the graceful timeout from the stop."""
         super().run()
-        self.stop_listeners()  # also when the worker ends for another reason
-        deadline = (self.stop_began or 0.0) + self.cfg.graceful_timeout
-        for listener in self.app.listeners:
-            if not listener.wait_stopped(max(deadline - time.monotonic(), 0.0)):
-                self.log.warning("a listener still had requests after the graceful timeout")
-
-    def stop_listeners(self) -> None:
-        if self.stop_began is None:
-            self.stop_began = time.monotonic()
-            for listener in self.app.listeners:
-                listener.begin_stop()
+        self.stopping.wait(self.app.listeners, self.cfg.graceful_timeout, self.log)
 
     def handle_request(self, req: Any, conn: Any) -> Any:
         whole_body.install(req)
