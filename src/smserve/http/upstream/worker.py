@@ -126,8 +126,13 @@ class UpstreamWorker(Worker):  # type: ignore[misc]  # gunicorn is untyped
                 self._rearm(listener.fileno())
         if sock is None:
             return
-        self.connections[sock.fileno()] = Connection(sock, self.cfg.timeout)
-        self.epoll.register(sock.fileno(), _ARMED)
+        fd = sock.fileno()
+        self.connections[fd] = Connection(sock, self.cfg.timeout)
+        # Registered unarmed, then served at once: nginx sends its request right after it
+        # connects, and a second trip through the ready list would put this request behind
+        # every request that became ready meanwhile. Nothing there yet: it is armed then.
+        self.epoll.register(fd, select.EPOLLONESHOT)
+        self._serve(fd)
 
     def _serve(self, fd: int) -> None:
         conn = self._claim(fd)
