@@ -18,6 +18,7 @@ import numpy.typing as npt
 from smserve.codecs.base import TEXT_PARAMETERS, UNNAMED, DecodeContext
 from smserve.codecs.csv_arrow import ARROW_MIN_BYTES, first_line_width, parse_large
 from smserve.codecs.csv_cells import Cell, cells
+from smserve.codecs.csv_row import parse_row
 from smserve.codecs.text import (
     blank_line_error,
     check_text_budget,
@@ -69,6 +70,9 @@ class CsvCodec:
     def decode(self, body: bytes, media: MediaType, context: DecodeContext = UNNAMED) -> Batch:
         _check_width(body, context)
         check_text_budget(body, context.budget.for_body(len(body)), CSV)
+        row = parse_row(body)
+        if row is not None:  # one line of plain numbers: ASCII
+            return Batch(row, _locator(body))
         big = len(body) >= ARROW_MIN_BYTES
         large = parse_large(body) if big and not self.records_per_line else None
         if large is not None:  # only numbers, separators and line ends: ASCII, not empty
