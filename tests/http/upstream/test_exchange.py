@@ -32,6 +32,12 @@ def echo(environ: dict[str, Any], start_response: Any) -> list[bytes]:
     return [answer]
 
 
+def ignore(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    """Answers without reading the body."""
+    start_response("404 Not Found", [("Content-Length", "0")])
+    return []
+
+
 @pytest.fixture
 def pair() -> Iterator[tuple[Connection, socket.socket]]:
     server, client = socket.socketpair()
@@ -139,20 +145,12 @@ def test_head_and_no_content_answers_have_no_body(pair: Any) -> None:
 
 
 def test_a_body_the_app_left_unread_closes_the_connection(pair: Any) -> None:
-    def ignore(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-        start_response("404 Not Found", [("Content-Length", "0")])
-        return []
-
     conn, client = pair
     client.sendall(request(b"unread"))
     assert serve_next(conn, ignore, SHARED, stop=False) is Next.CLOSE
 
 
 def test_body_drain_reads_what_the_app_left_so_the_connection_stays(pair: Any) -> None:
-    def ignore(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-        start_response("404 Not Found", [("Content-Length", "0")])
-        return []
-
     conn, client = pair
     client.sendall(request(b"unread"))
     assert serve_next(conn, BodyDrain(ignore, 1 << 20), SHARED, stop=False) is Next.KEEP
