@@ -4,6 +4,7 @@ standard input and Ctrl-C."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -180,7 +181,15 @@ def _waiting_for_input(command: list[str]) -> Iterator[subprocess.Popen[bytes]]:
     closed however the block ends, so a failure leaves no process or pipe to later tests."""
     env = server_env(8080, {"PYTHONFAULTHANDLER": "1"})
     process = subprocess.Popen(
-        command, env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        command,
+        env=env,
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        # As from a terminal: SIGINT handled. A suite started in the background by a shell
+        # without job control (`nohup ./run-tests &`) inherits SIGINT ignored, and so would
+        # the command, which then never sees the test's Ctrl-C (60 s, then this test failed).
+        preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL),
     )
     try:
         yield process
