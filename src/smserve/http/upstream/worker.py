@@ -37,6 +37,7 @@ from smserve.http.upstream.exchange import AnswerCut, Connection, Next, serve_ne
 
 _ARMED = select.EPOLLIN | select.EPOLLONESHOT
 _TICK_S = 1.0
+_ACCEPT_BACKOFF_S = 0.1  # after accept fails for want of files: not a busy loop
 
 
 class UpstreamWorker(Worker):  # type: ignore[misc]  # gunicorn is untyped
@@ -111,15 +112,27 @@ class UpstreamWorker(Worker):  # type: ignore[misc]  # gunicorn is untyped
             except (OSError, ValueError):  # closed as the worker ends
                 return
             for fd, _ in events:
-                if fd in listening:
-                    self._accept(listening[fd])
-                else:
-                    self._serve(fd)
+                self._handle_event(fd, listening.get(fd))
+
+    def _handle_event(self, fd: int, listener: socket.socket | None) -> None:
+        """One event; a failure is logged, never the end of this thread (a worker whose
+        threads had all ended would keep its heartbeat and serve nothing)."""
+        try:
+            if listener is not None:
+                self._accept(listener)
+            else:
+                self._serve(fd)
+        except Exception:
+            self.log.exception("error serving an upstream connection")
 
     def _accept(self, listener: socket.socket) -> None:
         try:
             sock, _ = listener.accept()
-        except OSError:  # another worker took it, or too many files: nginx retries
+        except BlockingIOError:  # another worker took it
+            sock = None
+        except OSError as exc:  # out of files or memory: let it ease before trying again
+            self.log.warning("cannot accept a connection from nginx: %s", exc)
+            time.sleep(_ACCEPT_BACKOFF_S)
             sock = None
         finally:
             if self.alive:
