@@ -11,6 +11,7 @@ import http.client
 import json
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -346,4 +347,8 @@ def test_large_explanations_reuse_their_memory(tmp_path: Path) -> None:
             assert response.read().count(b"\n") == 10_000
             faults.append(_minor_faults(workers) - before)
         connection.close()
-    assert sum(faults[4:]) / 4 < 400, faults
+    # The median of the warm requests: now and then one faults ~1,000 pages (4 MB) in again
+    # behind nginx, the old gthread worker as well (608 and 784 in 3 runs of it; 949-1,161
+    # with the upstream worker), which pushed a mean of four over the bound under load.
+    # Without tune_malloc every request faults 2,000-2,600.
+    assert statistics.median(faults[2:]) < 400, faults
