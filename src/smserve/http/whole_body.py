@@ -66,14 +66,21 @@ class WholeBody(Body):  # type: ignore[misc]  # gunicorn is untyped
         if len(held) >= left:  # the parser read past this body: keep the rest for later
             unreader.unread(held[left:])
             return bytes(held[:left])
-        if not held:
-            return receive(unreader.sock, left)
-        if left < IN_PLACE_BYTES:
-            return held + receive(unreader.sock, left - len(held))
-        return receive_after(held, unreader.sock, left)
+        return receive_rest(held, unreader.sock, left)
 
 
 IN_PLACE_BYTES = 1 << 20  # smaller bodies: one join is cheaper than preparing a buffer
+
+
+def receive_rest(held: bytes, sock: socket.socket, size: int) -> bytes:
+    """``held`` (fewer than ``size`` bytes already received) and the rest of ``size`` from
+    ``sock``, with the fewest copies: one receive without ``held``, a join below
+    ``IN_PLACE_BYTES``, in place (``receive_after``) above. Fewer only if the peer closed."""
+    if not held:
+        return receive(sock, size)
+    if size < IN_PLACE_BYTES:
+        return held + receive(sock, size - len(held))
+    return receive_after(held, sock, size)
 
 
 def receive_after(held: bytes, sock: socket.socket, size: int) -> bytes:

@@ -1,17 +1,18 @@
 """``wsgi.input`` for a request from nginx: its Content-Length bytes, first those that came with
 the head, then from the socket.
 
-A read of all that is left is one ``recv(MSG_WAITALL)`` (``http.whole_body``'s functions: a large
-body is received into one buffer and handed on without a copy). A body that ends early (nginx
-went away) gives fewer bytes, then ``b""``; a socket error or timeout is raised. Either way the
-body is marked ``failed``: where the next request starts is unknown, so the connection closes.
+A read of all that is left is one ``recv(MSG_WAITALL)`` (``http.whole_body.receive_rest``, as the
+gthread worker reads: a large body is received into one buffer and handed on without a copy).
+A body that ends early (nginx went away) gives fewer bytes, then ``b""``; a socket error or
+timeout is raised. Either way the body is marked ``failed``: where the next request starts is
+unknown, so the connection closes.
 """
 
 from __future__ import annotations
 
 import socket
 
-from smserve.http.whole_body import IN_PLACE_BYTES, receive, receive_after
+from smserve.http.whole_body import receive_rest
 
 CHUNK = 1 << 16
 
@@ -64,10 +65,7 @@ class Body:
         """``held`` and the next ``wanted - len(held)`` bytes from the socket."""
         count = wanted - len(held)
         try:
-            if held and wanted >= IN_PLACE_BYTES:
-                data = receive_after(held, self._sock, wanted)
-            else:
-                data = held + receive(self._sock, count)
+            data = receive_rest(held, self._sock, wanted)
         except OSError:
             self.failed = True
             raise

@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
-from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -174,14 +173,3 @@ def may_have_body(status: str, method: str) -> bool:
     """Whether an answer with ``status`` to ``method`` carries a body at all."""
     code = status[:3]
     return method != "HEAD" and code not in _NO_BODY_STATUSES and not code.startswith("1")
-
-
-def error_answer(status: HTTPStatus, body: bytes) -> bytes:
-    """A whole JSON answer that closes the connection."""
-    head = answer_head(
-        f"{status.value} {status.phrase}",
-        [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
-        close=True,
-        chunked=False,
-    )
-    return head + body

@@ -30,10 +30,10 @@ from typing import Any
 
 from gunicorn.workers.base import Worker
 
-from smserve.door_table import default_envelope
 from smserve.http import listeners
 from smserve.http.upstream import wire
 from smserve.http.upstream.exchange import AnswerCut, Connection, Next, serve_next
+from smserve.http.worker import error_bytes
 
 _ARMED = select.EPOLLIN | select.EPOLLONESHOT
 _TICK_S = 1.0
@@ -196,7 +196,7 @@ class UpstreamWorker(Worker):  # type: ignore[misc]  # gunicorn is untyped
 
     def _send_error(self, conn: Connection, status: HTTPStatus, message: str) -> None:
         try:
-            conn.sock.sendall(wire.error_answer(status, default_envelope().body(message)))
+            conn.sock.sendall(error_bytes(status, message))
         except OSError:
             self.log.debug("could not send an error answer")
 
