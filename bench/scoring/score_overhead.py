@@ -6,10 +6,10 @@ the fixed overhead is the intercept 2 t(N) - t(2N): what the whole command costs
 its rows. Ray runs on a fresh local cluster (the command starts and stops it; not with
 ``--skip-ray``), and with ``--ray-running`` also on a running two-node loopback cluster
 (``ray_loopback.loopback_cluster``: a head and a second node of 2 logical CPUs each, started
-here and stopped by PID; ``--address`` its own; one job first, untimed, since a cluster's first
-Ray Data job also starts Ray Data's own helper actors). Every Ray command runs on loopback.
-Ray's parts come from the command's log; every output is checked against the local engine's
-bytes."""
+here and stopped by PID; ``--address`` its own; one job first, untimed, since a cluster's
+first job pays one-off costs no later job does, such as the first read of the modules). Every
+Ray command runs on loopback. Ray's parts come from the command's log; every output is
+checked against the local engine's bytes."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from bench.scoring.engine_runs import Fit, Inputs
 # What the command logs about its own time (smserve.scoring.ray.engine, smserve.scoring.command).
 PARTS = {
     "cluster start (ray.init)": r"Ray cluster ready in ([\d.]+) s",
-    "dataset set-up (driver)": r"shards set up in ([\d.]+) s",
+    "shards sent (driver)": r"actors, sent in ([\d.]+) s",
     "actor start (to the first ready)": r"the first actor ready after ([\d.]+) s",
     "... to the first answer": r"the first answer after ([\d.]+) s",
     "shutdown": r"Ray shut down in ([\d.]+) s",

@@ -5,8 +5,8 @@ process on loopback during a job, and a node killed mid-job.
 
 A job is held mid-way by a real mechanism, not by timing: the second node's actor is frozen
 (SIGSTOP) while it has a shard's input file open, so the job cannot finish until it goes on.
-Ray Data waits for both actors before the first shard (``RAY_DATA_DEFAULT_WAIT_FOR_MIN_ACTORS_S``),
-so each node's actor gets shards however slowly the second one starts."""
+The engine deals the first shards to its actors in turn, so each node's actor gets shards
+however slowly the second one starts."""
 
 from __future__ import annotations
 
@@ -32,14 +32,13 @@ pytestmark = pytest.mark.process
 
 TINY_BATCHES = ["--max-payload-mb", "0.0005", "--workers", "2"]  # several shards a file
 JOB_TIMEOUT_S = 300  # two cores shared with other work: actors can take a minute to start
-BOTH_ACTORS_FIRST = {"RAY_DATA_DEFAULT_WAIT_FOR_MIN_ACTORS_S": str(JOB_TIMEOUT_S)}
 
 
 def _score(
     args: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     command = [str(SMSERVE), "score", *args]
-    environment = {**(env or server_env(8080, {})), **BOTH_ACTORS_FIRST}
+    environment = env or server_env(8080, {})
     result = subprocess.run(
         command, env=environment, cwd=cwd, capture_output=True, text=True, timeout=JOB_TIMEOUT_S
     )
@@ -119,7 +118,7 @@ def _held_mid_job(
 ) -> Iterator[tuple[subprocess.Popen[bytes], psutil.Process]]:
     """The command running, and the second node's actor frozen inside a shard of ``args[0]``
     (its input file open); the actor goes on (SIGCONT) when the block ends."""
-    env = {**server_env(8080, {}), **BOTH_ACTORS_FIRST}
+    env = server_env(8080, {})
     with log.open("wb") as sink:
         process = subprocess.Popen([str(SMSERVE), "score", *args], env=env, stderr=sink)
     try:
@@ -151,11 +150,11 @@ def _frozen_in_a_shard(
 
 
 def _actors(raylet: psutil.Process) -> list[psutil.Process]:
-    """Ray Data's actors among the raylet's workers (their titles name the actor class)."""
+    """The engine's actors among the raylet's workers (their titles name the actor class)."""
     found = []
     for worker in raylet.children():
         with contextlib.suppress(psutil.NoSuchProcess):
-            if " ".join(worker.cmdline()).startswith("ray::MapWorker"):
+            if " ".join(worker.cmdline()).startswith("ray::ShardScorer"):
                 found.append(worker)
     return found
 

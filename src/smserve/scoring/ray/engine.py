@@ -2,13 +2,14 @@
 on a Ray cluster (``--address``; default: a local one).
 
 The driver plans the local engine's shards (``smserve.scoring.shards``: runs of whole
-mini-batches of a file, so one big file is many tasks, not one read task) and makes them a
-Ray Dataset; ``workers`` actors (``ShardScorer``, each loading the model once) read their
-shards themselves, from a path every node sees or from ``s3://``, and answer them with the
-local engine's worker code. Answers come back in input order (``preserve_order``) and are
+mini-batches of a file, so one big file is many tasks, not one read task) and sends them to
+``workers`` actors (``ShardScorer``, each loading the model once, spread over the nodes) with
+Ray's core API (``OrderedPool``: a few shards queued per actor, each to whichever is free).
+The actors read their shards themselves, from a path every node sees or from ``s3://``, and
+answer them with the local engine's worker code. Answers come back in input order and are
 assembled by the driver exactly as the local engine assembles them, each file atomically.
-Memory per actor is one shard and its answer; the driver holds the shards' answers that Ray
-has ready ahead of the one being written.
+Memory per actor is one shard and its answer; the driver holds at most a few answers per
+actor ahead of the one being written.
 
 Paths are made absolute before the job is submitted: actors on other nodes do not run in the
 driver's folder. When a node dies mid-job, its actors are restarted elsewhere and the shards
@@ -17,12 +18,13 @@ log says how many shards each node answered."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,7 @@ from smserve.scoring.assemble import Assembler, OpenFile, Summary, shards_of
 from smserve.scoring.inputs import InputFile
 from smserve.scoring.options import Plan, Run
 from smserve.scoring.progress import Progress
+from smserve.scoring.ray.pool import OrderedPool
 from smserve.scoring.s3 import S3Object, parse
 from smserve.scoring.scorer import RecordError, Scorer, build_service
 from smserve.scoring.shards import Shard
@@ -42,8 +45,8 @@ from smserve.scoring.worker import ShardResult
 
 logger = logging.getLogger(__name__)
 
-# Ray CPUs reserved per scoring actor. With a whole CPU each, ``workers`` actors on a cluster of
-# ``workers`` CPUs leave none for the tasks feeding them, and the job waits forever.
+# Ray CPUs reserved per scoring actor: half, so ``workers`` actors fit a cluster of as many CPUs
+# with room left on the nodes for the actors Ray restarts there when another node dies.
 ACTOR_CPUS = 0.5
 
 
@@ -107,10 +110,11 @@ def _score(
 ) -> Summary:
     out, nodes = Assembler(progress), Counter[str]()
     planned = [(s, list(shards_of(s, plan, run))) for f in files if (s := out.start(f, run))]
+    answers = _answers([shard for _, shards in planned for shard in shards], settings, plan, run)
     try:
-        rows = _answers([shard for _, shards in planned for shard in shards], settings, plan, run)
-        for state, shards in planned:
-            _assemble(out, state, len(shards), rows, nodes)
+        with contextlib.closing(answers) as rows:  # its actors stopped, however this ends
+            for state, shards in planned:
+                _assemble(out, state, len(shards), rows, nodes)
     finally:
         out.abandon()
     if nodes:
@@ -134,33 +138,32 @@ def _describe(nodes: Counter[str]) -> str:
     return f"{len(nodes)} node{'s' if len(nodes) > 1 else ''} ({counts})"
 
 
-def _answers(shards: Sequence[Shard], settings: Settings, plan: Plan, run: Run) -> Iterator[Any]:
+def _answers(
+    shards: Sequence[Shard], settings: Settings, plan: Plan, run: Run
+) -> Generator[Any, None, None]:
+    """The shards' answers in order, from actors started for this job and stopped with it."""
     if not shards:
-        return iter(())
-    import ray.data
+        return
+    import ray
 
     began = time.monotonic()
+    scorer = ray.remote(
+        num_cpus=ACTOR_CPUS,
+        max_restarts=-1,  # restarted on a node left when its own dies ...
+        max_task_retries=-1,  # ... and sent its shards again
+        scheduling_strategy="SPREAD",
+    )(ShardScorer)
+    actors: list[Any] = [
+        scorer.remote(settings, plan, run) for _ in range(min(run.workers, len(shards)))
+    ]
     items = [_item(shard) for shard in shards]
-    dataset = ray.data.from_items(items, override_num_blocks=len(items))
-    scored = dataset.map(
-        ShardScorer,  # type: ignore[arg-type]
-        fn_constructor_kwargs={"settings": settings, "plan": plan, "run": run},
-        compute=ray.data.ActorPoolStrategy(size=min(run.workers, len(items))),
-        num_cpus=ACTOR_CPUS,  # restarted elsewhere when its node dies (Ray Data's default)
-    )
-    _configure(scored.context)
-    logger.info("Ray dataset of %d shards set up in %.2f s", len(items), time.monotonic() - began)
-    return _timed(iter(scored.iter_rows()))
-
-
-def _configure(context: Any) -> None:
-    """This dataset's own DataContext (a copy: the caller's is left as it was)."""
-    context.execution_options.preserve_order = True  # answers in input order
-    # The command reports progress itself; Ray Data's bars, plan and stats would repeat it
-    # (turning them off saved no time measurable here: BENCHMARKS.md, offline scoring).
-    context.enable_progress_bars = False
-    context.print_on_execution_start = False
-    context.enable_auto_log_stats = False
+    logger.info("Ray: %d shards for %d actors, sent in %.2f s", len(items), len(actors),
+                time.monotonic() - began)  # fmt: skip
+    try:
+        yield from _timed(iter(OrderedPool(actors, items)))
+    finally:
+        for actor in actors:
+            ray.kill(actor)
 
 
 def _timed(rows: Iterator[Any]) -> Iterator[Any]:
@@ -188,7 +191,7 @@ class ShardScorer:
         self.node = ray.get_runtime_context().get_node_id()
         self.ready = time.time()  # wall clock: compared with the driver's, for the log only
 
-    def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, row: dict[str, Any]) -> dict[str, Any]:
         body = io.BytesIO()
         result = worker.answer_shard(self.scorer, self.run, _shard(row), body.write)
         errors = [(e.record, e.message, e.at, e.length) for e in result.errors]
