@@ -23,7 +23,7 @@ from bench.scoring.engine_runs import Fit, Inputs
 # What the command logs about its own time (smserve.scoring.ray.engine, smserve.scoring.command).
 PARTS = {
     "cluster start (ray.init)": r"Ray cluster ready in ([\d.]+) s",
-    "shards sent (driver)": r"actors, sent in ([\d.]+) s",
+    "job set-up (driver)": r"actors, set up in ([\d.]+) s",
     "actor start (to the first ready)": r"the first actor ready after ([\d.]+) s",
     "... to the first answer": r"the first answer after ([\d.]+) s",
     "shutdown": r"Ray shut down in ([\d.]+) s",

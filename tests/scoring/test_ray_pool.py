@@ -39,10 +39,9 @@ class FakeRay:
     raises Stalled where none would ever come."""
 
     def __init__(self, actors: Sequence[Actor]) -> None:
-        self.actors, self.waits, self.most_running = actors, 0, 0
+        self.actors, self.most_running = actors, 0
 
     def wait(self, refs: list[Ref], num_returns: int) -> tuple[list[Ref], list[Ref]]:
-        self.waits += 1
         self.most_running = max(self.most_running, len(refs))
         ready = [ref for actor in self.actors for ref in actor.queue[: actor.speed]]
         for actor in self.actors:
@@ -62,7 +61,7 @@ def _pool(
     log: list[tuple[str, int]] = []
     actors = [Actor(f"a{i}", speed, log) for i, speed in enumerate(speeds)]
     fake = FakeRay(actors)
-    return OrderedPool(actors, list(range(n_items)), ray=fake), log, fake
+    return OrderedPool(fake, actors, list(range(n_items))), log, fake
 
 
 def test_answers_come_in_input_order_and_every_item_is_sent_once() -> None:

@@ -157,10 +157,10 @@ def _answers(
         scorer.remote(settings, plan, run) for _ in range(min(run.workers, len(shards)))
     ]
     items = [_item(shard) for shard in shards]
-    logger.info("Ray: %d shards for %d actors, sent in %.2f s", len(items), len(actors),
+    logger.info("Ray: %d shards for %d actors, set up in %.2f s", len(items), len(actors),
                 time.monotonic() - began)  # fmt: skip
     try:
-        yield from _timed(iter(OrderedPool(actors, items)))
+        yield from _timed(iter(OrderedPool(ray, actors, items)))
     finally:
         for actor in actors:
             ray.kill(actor)

@@ -10,6 +10,7 @@ work however slowly the others start."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -19,15 +20,12 @@ AHEAD_PER_ACTOR = 4
 
 class OrderedPool:
     """``answer.remote(item)`` on ``actors`` for every item; iterating yields the answers in
-    the items' order. ``ray`` is the module whose ``wait`` and ``get`` settle the answers
-    (Ray's own unless given)."""
+    the items' order. ``ray`` is the module whose ``wait`` and ``get`` settle the answers."""
 
-    def __init__(self, actors: Sequence[Any], items: Sequence[Any], ray: Any = None) -> None:
-        if ray is None:
-            import ray
+    def __init__(self, ray: Any, actors: Sequence[Any], items: Sequence[Any]) -> None:
         self.ray, self.items = ray, items
         self.window = AHEAD_PER_ACTOR * len(actors)
-        self.free = [actor for _ in range(QUEUED_PER_ACTOR) for actor in actors]
+        self.free = deque(actor for _ in range(QUEUED_PER_ACTOR) for actor in actors)
         self.running: dict[Any, tuple[int, Any]] = {}  # ObjectRef -> (item index, actor)
         self.answered: dict[int, Any] = {}
         self.sent = self.written = 0
@@ -43,7 +41,7 @@ class OrderedPool:
     def _send(self) -> None:
         limit = min(len(self.items), self.written + self.window)
         while self.free and self.sent < limit:
-            actor = self.free.pop(0)
+            actor = self.free.popleft()
             self.running[actor.answer.remote(self.items[self.sent])] = (self.sent, actor)
             self.sent += 1
 
