@@ -61,7 +61,10 @@ class Member:
     fewer would take yet another copy), ``direct``: prediction through the C API (see
     ``xgboost.direct``), ``approximation``: approximate contributions as one prediction
     (see ``xgboost.approximate``); and ``fast``: the fast predictor, once built in the
-    background (see ``xgboost.fast``). Weakly referenced by that build's queue."""
+    background (see ``xgboost.fast``). On cuda, ``on_cpu``: a copy of the booster on cpu for
+    approximate contributions, which XGBoost's GPU predictor does not implement (it raises
+    "Approximated contribution is not implemented in the GPU predictor", seen on an H200).
+    Weakly referenced by that build's queue."""
 
     path: Path
     booster: xgb.Booster
@@ -71,6 +74,7 @@ class Member:
     direct: DirectPredictor | None = None
     approximation: LazyApproximation | None = None
     fast: FastSlot | None = None
+    on_cpu: xgb.Booster | None = None
 
     def booster_for(self, n_rows: int, spare_cpu: bool = False) -> xgb.Booster:
         """The booster for a batch of ``n_rows`` rows, sparing a CPU if asked and possible."""
@@ -209,13 +213,21 @@ def configure(member: Member, device: str, nthread: int, n_features: int | None)
     add the single-threaded copy for small batches and the direct predictor."""
     member.booster.set_param({"device": device, "nthread": nthread})
     if device != "cpu":
-        return member
+        on_cpu = _copy_on_cpu(member.booster, nthread)
+        approximation = LazyApproximation(on_cpu, member.iteration_range, nthread)
+        return replace(member, on_cpu=on_cpu, approximation=approximation)
     single = _single_threaded(member, n_features) if nthread > 1 else None
     boosters = [member.booster] if single is None else [member.booster, single]
     direct = DirectPredictor.create(boosters, member.iteration_range, n_features)
     approximation = LazyApproximation(member.booster, member.iteration_range, nthread)
     spare = single if spares_by_one_thread(nthread) else None
     return replace(member, single=single, spare=spare, direct=direct, approximation=approximation)
+
+
+def _copy_on_cpu(booster: xgb.Booster, nthread: int) -> xgb.Booster:
+    copy = booster.copy()
+    copy.set_param({"device": "cpu", "nthread": nthread})
+    return copy
 
 
 def _single_threaded(member: Member, n_features: int | None) -> xgb.Booster | None:

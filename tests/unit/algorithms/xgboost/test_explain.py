@@ -3,6 +3,7 @@ in XGBoost's layout, for every objective kind, ensembles and best_iteration mode
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -230,3 +231,27 @@ def test_an_empty_batch_gets_empty_contributions_of_the_right_width(
     prediction = algorithm.predict(Batch(np.zeros((0, 4), dtype=np.float32)), EXPLANATIONS)
     assert prediction.outputs["contributions"].shape == (0, 3, 5)
     assert prediction.outputs["approximate_contributions"].shape == (0, 3, 5)
+
+
+def test_approximate_contributions_of_a_cuda_booster_run_on_its_cpu_copy(
+    tmp_path: Path, train: Callable[..., xgb.Booster], save: Callable[..., Path]
+) -> None:
+    """XGBoost's GPU predictor raises for approx_contribs (seen on an H200 with
+    bench/gpu_explain_check.py): a member configured for cuda keeps a cpu copy for them."""
+    from smserve.algorithms.xgboost.explain import explain
+    from smserve.algorithms.xgboost.model import configure, load_member
+
+    save(train("binary:logistic"), tmp_path)
+    path = tmp_path / "xgboost-model"
+    with warnings.catch_warnings():  # without a GPU, XGBoost warns that it stays on cpu
+        warnings.simplefilter("ignore")
+        on_cuda = configure(load_member(path, allow_pickle=False), "cuda", 1, 4)
+    on_cpu = configure(load_member(path, allow_pickle=False), "cpu", 1, 4)
+    assert on_cuda.on_cpu is not None
+    assert on_cpu.on_cpu is None
+    assert '"device":"cpu"' in on_cuda.on_cpu.save_config().replace(" ", "")
+    rows = np.random.default_rng(0).normal(size=(10, 4)).astype(np.float32)
+    np.testing.assert_array_equal(
+        explain(on_cuda, rows, approximate=True, nthread=1),
+        explain(on_cpu, rows, approximate=True, nthread=1),
+    )
