@@ -176,6 +176,10 @@ class DoorSpec:
       location's);
     * ``openapi``: its share of ``/openapi.json``;
     * ``listener``: starts its own port in each worker;
+    * ``prepare``: run once in the server's first process, before anything forks: checks what
+      the door needs that may be missing (an optional package) and returns the settings to
+      serve with: a door that is on only by default is turned off (with one warning line), one
+      the user asked for raises ConfigError naming what to install;
     * ``status_names``: the names its protocol gives HTTP statuses, where the metrics count
       every door's requests in its names too;
     * ``model_header``, ``request_id_header``: the request headers naming the model and the
@@ -187,6 +191,7 @@ class DoorSpec:
     nginx_locations: tuple[str, ...] = ()
     openapi: Callable[[Setup], Fragment] | None = None
     listener: Start | None = None
+    prepare: Callable[[Settings], Settings] | None = None
     status_names: Callable[[int], str] | None = None
     model_header: str | None = None
     request_id_header: str | None = None

@@ -43,6 +43,7 @@ EVERY_VARIABLE = [
     ("SAGEMAKER_BIND_TO_PORT", "9090", "port", 9090),
     ("SMSERVE_BIND_HOST", "127.0.0.1", "bind_host", "127.0.0.1"),
     ("SMSERVE_GRPC_PORT", "9001", "grpc_port", 9001),
+    ("SMSERVE_GRPC_PORT", "9001", "grpc_requested", True),
     ("SMSERVE_MAX_QUEUED_REQUESTS", "9", "max_queued_requests", 9),
     ("SAGEMAKER_MODEL_SERVER_WORKERS", "3", "workers", 3),
     ("SMSERVE_THREADS", "4", "threads", 4),

@@ -47,7 +47,7 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
-from smserve import frontend
+from smserve import door_table, frontend
 from smserve.config import Settings
 from smserve.doors import Listener
 from smserve.errors import StartupError
@@ -164,9 +164,10 @@ def run(settings: Settings, app_factory: AppFactory | None = None) -> int:
     """Serve until gunicorn stops; returns its exit status.
 
     Raises StartupError when the model cannot be loaded (ModelLoadError, or a worker killed
-    while loading it), a setting is invalid (ConfigError) or the front end cannot start
-    (FrontEndError).
+    while loading it), a setting is invalid or a door the settings ask for cannot run
+    (ConfigError) or the front end cannot start (FrontEndError).
     """
+    settings = prepare_doors(settings)
     # One run directory (multi-model registry, metrics) shared by every worker forked below.
     settings = runtime.prepare(settings)
     starter = os.getpid()
@@ -184,6 +185,14 @@ def run(settings: Settings, app_factory: AppFactory | None = None) -> int:
     if failure is not None:
         raise StartupError(failure)
     return status
+
+
+def prepare_doors(settings: Settings) -> Settings:
+    """``settings`` after every door's ``prepare`` (``DoorSpec``), in the table's order."""
+    for door in door_table.DOORS:
+        if door.prepare is not None:
+            settings = door.prepare(settings)
+    return settings
 
 
 def serve_gunicorn(
