@@ -10,7 +10,7 @@ format (so the libraries' one-off import is not counted), resets its peak (Linux
 through ``ModelLoader`` as a worker loads it. ``--threads`` is the XGBoost threads per worker
 (``cpu_count // workers``): above one a worker also keeps a single-threaded copy of each
 booster. ``algorithms.footprint``'s rates are calibrated from these tables
-(docs/multi-model.md).
+(docs/design/multi-model.md).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ work) and never more than ``cap_bytes`` (``SMSERVE_REQUEST_MEMORY_MB``, by defau
 container's memory shared among every request thread of every worker). Decoders check what a
 body *declares* (row and column counts, buffer and page sizes, shapes) against the limit
 before they decompress or allocate, and answer 413 worded by ``over``, naming the setting
-that binds. docs/memory-budget.md lists what each format counts.
+that binds. docs/design/memory-budget.md lists what each format counts.
 """
 
 from __future__ import annotations

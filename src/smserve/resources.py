@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 CGROUP_MOUNT = PurePosixPath("sys/fs/cgroup")
 V1_UNLIMITED = 1 << 62  # v1 writes "no limit" as a page-rounded 2**63 - 1
 MIB = 1 << 20
-# How the memory is divided (README, "Sizing"): half of it for the requests in flight, each
+# How the memory is divided (docs/formats.md): half of it for the requests in flight, each
 # request thread an equal share; of the rest, 90% minus what the processes themselves take
 # (nginx and the gunicorn master; each worker's interpreter, libraries and buffers) for
 # models, which every worker holds a copy of. The other 10% is slack for the page cache and

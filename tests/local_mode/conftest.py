@@ -3,7 +3,7 @@
 These tests need a container engine, Docker Compose and the image, so the plain ``pytest`` run
 deselects them (it says how many); local_test/container_test.sh builds the image, sets
 SMSERVE_LOCAL_MODE_IMAGE and runs ``pytest tests/local_mode``, where a missing engine or
-compose is a failure, never a skip. See the README section on the SDK's local mode.
+compose is a failure, never a skip. See docs/hosting.md on the SDK's local mode.
 """
 
 from __future__ import annotations

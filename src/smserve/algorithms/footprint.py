@@ -7,7 +7,7 @@ Two figures per model: ``resident``, what the worker holds while the model is lo
 keeps; ``ModelLoader`` hands the difference back to the kernel after each load, see
 ``resources.return_freed_memory``). Each is a calibrated rate per byte of the file that is
 parsed, by format, plus a fixed part per model, measured with
-``bench/inprocess/model_memory.py`` (the table and the method are in docs/multi-model.md):
+``bench/inprocess/model_memory.py`` (the table and the method are in docs/design/multi-model.md):
 
 * XGBoost: the booster's trees cost about the same whatever the file's format, but JSON takes
   more bytes per tree than UBJSON, and parsing JSON briefly needs about ten times the file.
@@ -63,7 +63,7 @@ class Rate:
         return Footprint(resident, resident + int((self.peak - self.resident) * size))
 
 
-# Calibrated with bench/inprocess/model_memory.py (docs/multi-model.md), rounded up.
+# Calibrated with bench/inprocess/model_memory.py (docs/design/multi-model.md), rounded up.
 XGBOOST_JSON = Rate(resident=1.8, peak=14.0)
 XGBOOST_BINARY = Rate(resident=2.4, peak=5.0)  # UBJSON, an opted-in pickle, old binary
 KMEANS = Rate(resident=2.2, peak=4.5)

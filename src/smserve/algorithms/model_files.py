@@ -3,7 +3,7 @@ and the checks every model file gets before a loader parses it (readable, not em
 opt-in). Knows nothing about what the files contain beyond the pickle header. Every file is
 listed, sized and opened through ``confinement``.
 
-Rules (README, "Models"): the candidates are the regular files directly in the directory
+Rules (docs/algorithms.md): the candidates are the regular files directly in the directory
 whose names do not start with a dot and are not archives (``*.tar.gz``, ``*.tgz``);
 sub-directories (``code/``) are ignored.
 

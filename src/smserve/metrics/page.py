@@ -1,7 +1,7 @@
 """The ``smserve_`` page (Prometheus text 0.0.4): every worker's counts summed, the master's
 count of worker restarts, and the memory of the server's processes.
 
-Which metrics, and why each is what it is, is listed in the README's metrics section."""
+Which metrics, and why each is what it is, is listed in docs/monitoring.md."""
 
 from __future__ import annotations
 

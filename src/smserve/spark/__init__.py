@@ -8,7 +8,7 @@ Python worker process::
     scored.write.parquet("s3://bucket/scores/")
 
 ``smserve score --engine spark`` (``smserve.spark.engine``) scores whole files with the local
-engine's bytes. Only this package imports pyspark; see docs/spark.md for the design."""
+engine's bytes. Only this package imports pyspark; see docs/design/spark.md for the design."""
 
 from smserve.spark.dataframe import score
 

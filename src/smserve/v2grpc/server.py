@@ -1,7 +1,7 @@
 """The gRPC door's server inside one gunicorn worker: grpcio's asyncio server, on a thread and
 an event loop of its own, answering from the worker's models.
 
-Why in each worker (see docs/grpc.md for the measurements): every worker binds the gRPC port
+Why in each worker (see docs/design/grpc.md for the measurements): every worker binds the gRPC port
 with ``SO_REUSEPORT`` (grpcio's default) and the kernel spreads connections among them, so
 gRPC gets every worker's CPU and the models the worker has already loaded, and lives and dies
 with the worker that gunicorn supervises. It is started only after the worker has loaded its

@@ -1,7 +1,7 @@
 """XGBoost: ``algorithm`` (the Algorithm), ``model`` (loading and configuring boosters),
 ``output`` and ``shapes`` (the outputs), ``explain``, ``approximate``, ``vector_leaf`` and
 ``direct`` (explanations and XGBoost's C API), ``fast`` with ``fast_trees``, ``fast_check``,
-``fast_choice`` and the C extension ``_fast`` (the fast predictor, docs/fast-predictor.md),
+``fast_choice`` and the C extension ``_fast`` (the fast predictor, docs/design/fast-predictor.md),
 ``objectives`` and ``lean_import``.
 
 This ``__init__`` holds only the table's entry (``XGBOOST``, see ``smserve.algorithms.catalog``):
