@@ -30,6 +30,7 @@ import orjson
 
 from smserve import resources
 from smserve.algorithms.ubjson import UbjsonError, decode
+from smserve.algorithms.xgboost.forest_arrays import joined, plain_forest
 from smserve.algorithms.xgboost.tree_checks import (
     Categories,
     InvalidTree,
@@ -151,6 +152,10 @@ def check_forest(model: dict[str, Any], n_features: int, groups: int, budget: Lo
         )
     sizes = [_declared_nodes(tree, index) for index, tree in enumerate(trees)]
     budget.check(sum(sizes) * NODE_BYTES, f"its {sum(sizes)} nodes")
+    forest = _located(plain_forest, trees, sizes, None)
+    if forest is not None:  # scalar leaves, no categories: all trees at once
+        _located(check_tree, forest, n_features, None)
+        return _iterations(model, len(trees))
     arrays = [
         _located(tree_arrays, tree, size, i)
         for i, (tree, size) in enumerate(zip(trees, sizes, strict=True))
@@ -163,26 +168,6 @@ def check_forest(model: dict[str, Any], n_features: int, groups: int, budget: Lo
     bitfields = sum(_categorical(tree_array, index) for index, tree_array in enumerate(arrays))
     budget.check(bitfields, "its categorical splits' bitfields")
     return _iterations(model, len(trees))
-
-
-def joined(arrays: list[TreeArrays]) -> TreeArrays:
-    """Scalar-leaf trees' arrays one after another (their categories are left out)."""
-    starts = np.cumsum([0, *(a.n_nodes for a in arrays)])
-
-    def all_of(name: str) -> np.ndarray:
-        return np.concatenate([getattr(a, name) for a in arrays])
-
-    none = np.zeros(0, dtype=np.int64)
-    return TreeArrays(
-        all_of("left"),
-        all_of("right"),
-        all_of("parents"),
-        all_of("features"),
-        all_of("split_type"),
-        Categories(none, none, none, none),
-        None,
-        starts,
-    )
 
 
 def _located(check: Any, tree: Any, size: Any, index: int | None) -> Any:
