@@ -9,6 +9,7 @@ log only."""
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from http import HTTPStatus
 
@@ -17,6 +18,9 @@ from smserve.errors import ServingError, bounded
 logger = logging.getLogger(__name__)
 
 INTERNAL_ERROR_MESSAGE = "internal server error"
+# "[12:00:00] /__w/xgboost/xgboost/src/learner.cc:989: ", where a C++ library's message starts
+_LOG_PREFIX = re.compile(r"\[\d{1,2}:\d\d:\d\d\]\s*\S+:\d+:\s*")
+_PATH = re.compile(r"(?<![\w.~])/(?:[^\s/:'\"(),]+/)+([^\s/:'\"(),]+)")  # keeps the last part
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,3 +40,12 @@ def describe(exc: Exception, where: str) -> Failure:
     else:
         logger.debug("%s: %d %s", where, exc.status, exc.message)
     return Failure(int(exc.status), bounded(exc.message))
+
+
+def load_message(exc: BaseException) -> str:
+    """A model load's failure as a client may read it: the first line (a library's stack
+    trace follows on the next), without C++ log prefixes, every absolute path shortened to
+    its last part (the model's own file name)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    first = _LOG_PREFIX.sub("", lines[0] if lines else type(exc).__name__)
+    return _PATH.sub(r"\1", first).rstrip(" :")

@@ -8,34 +8,43 @@ forever. Two ways a worker fails to boot:
 * loading raises (StartupError: the model or its configuration is wrong; MemoryError): the
   worker writes the message to ``start-failure`` in the run directory and exits with
   gunicorn's boot-error status, on which the master halts;
-* the worker dies without a word, almost always the kernel's out-of-memory killer (SIGKILL),
-  which gunicorn would answer by forking another worker to be killed the same way. Each worker
-  marks itself ``loading/<pid>`` until its model is loaded; the master's ``child_exit`` hook
-  finds the mark of a worker that died loading, writes why, and halts.
+* the worker dies without a word: it crashed (SIGSEGV, SIGABRT: a fault inside XGBoost), or
+  the kernel's out-of-memory killer or another process killed it (SIGKILL); gunicorn would
+  answer by forking another worker to die the same way. Each worker marks itself
+  ``loading/<pid>`` until its model is loaded, the mark holding its cgroup's out-of-memory
+  kill count, and has ``faulthandler`` write a crash to ``loading/<pid>.fault``; the
+  master's ``child_exit`` hook finds the mark of a worker that died loading, tells which it
+  was (``deaths``), writes why, and halts.
 
 ``run`` then reads ``start-failure`` and raises it as a StartupError."""
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import logging
 import os
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
 from gunicorn.errors import HaltServer
 
 from smserve.errors import StartupError
+from smserve.http import deaths
 
 FAILURE_FILE = "start-failure"
 LOADING_DIR = "loading"
 logger = logging.getLogger(__name__)
 BOOT_ERROR_STATUS = 3  # gunicorn's WORKER_BOOT_ERROR
-DIED_LOADING = (
-    "a worker died while loading the model (pid {pid}) without reporting an error: almost "
-    "always the kernel's out-of-memory killer (SIGKILL): loading needs more memory than this "
-    "container has (raise its memory limit, or serve the model in XGBoost's UBJSON format, "
-    "whose load needs far less memory than JSON's)"
+DIED_LOADING = "a worker died while loading the model (pid {pid}) without reporting an error: "
+CRASHED_LOADING = (
+    "a worker crashed while loading the model (pid {pid}): {fault}: a fault inside a native "
+    "library (XGBoost), not a lack of memory; most likely the model file is invalid"
+)
+UBJSON_HINT = (
+    " (or serve the model in XGBoost's UBJSON format, whose load needs far less memory than JSON's)"
 )
 
 App = TypeVar("App")
@@ -48,9 +57,10 @@ def load_reporting(factory: Callable[[], App], run_dir: Path | None) -> App:
         return factory()
     mark = _loading_mark(run_dir, os.getpid())
     mark.parent.mkdir(exist_ok=True)
-    mark.touch()
+    mark.write_text(str(deaths.oom_kills()))
     try:
-        app = factory()
+        with _fault_record(mark):
+            app = factory()
     except (StartupError, MemoryError) as exc:
         said = str(exc) or type(exc).__name__
         record_failure(run_dir, said)
@@ -62,18 +72,56 @@ def load_reporting(factory: Callable[[], App], run_dir: Path | None) -> App:
     return app
 
 
+@contextlib.contextmanager
+def _fault_record(mark: Path) -> Iterator[None]:
+    """While loading, a crash (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL) writes its Python
+    traceback to ``<mark>.fault`` for the master; faulthandler as it was afterwards."""
+    was_enabled = faulthandler.is_enabled()
+    path = mark.with_name(mark.name + ".fault")
+    try:
+        with path.open("w") as record:
+            faulthandler.enable(record)
+            try:
+                yield
+            finally:
+                faulthandler.disable()
+                if was_enabled:
+                    faulthandler.enable()
+    finally:
+        path.unlink(missing_ok=True)
+
+
 def died_loading(run_dir: Path, pid: int, stopping: bool) -> None:
     """In the master, once worker ``pid`` has exited: raises HaltServer when it died while
     loading (its mark is still there) and the server is not stopping anyway."""
     mark = _loading_mark(run_dir, pid)
-    if not mark.exists():
+    try:
+        recorded = mark.read_text().strip()
+    except OSError:
         return
+    before = int(recorded) if recorded.isdigit() else None
     mark.unlink(missing_ok=True)
     if stopping:
         return
     if read_failure(run_dir) is None:
-        record_failure(run_dir, DIED_LOADING.format(pid=pid))
+        record_failure(run_dir, why_died(mark, pid, before))
     raise HaltServer("a worker failed to load the model", BOOT_ERROR_STATUS)
+
+
+def why_died(mark: Path, pid: int, oom_before: int | None) -> str:
+    """The message for worker ``pid``, which died loading: its crash, if it recorded one,
+    else a kill told apart by the cgroup's out-of-memory count (``deaths``)."""
+    fault = mark.with_name(mark.name + ".fault")
+    try:
+        crash = fault.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        crash = []
+    fault.unlink(missing_ok=True)
+    if crash:
+        return CRASHED_LOADING.format(pid=pid, fault=crash[0])
+    told = deaths.described(-signal.SIGKILL, oom_before, deaths.oom_kills())
+    hint = UBJSON_HINT if "out-of-memory" in told else ""
+    return DIED_LOADING.format(pid=pid) + "it " + told + hint
 
 
 def record_failure(run_dir: Path, message: str) -> None:

@@ -27,12 +27,12 @@ import contextlib
 import ctypes
 import multiprocessing
 import os
-import signal
 from collections.abc import Callable, Mapping, MutableMapping
 from multiprocessing.connection import Connection
 
 from smserve.config import Settings
 from smserve.errors import StartupError
+from smserve.http import deaths
 
 # glibc's mallopt parameters, the values tune_malloc gives them, and the environment variable
 # through which a user sets each one instead (glibc reads it at start; tune_malloc leaves it)
@@ -103,9 +103,11 @@ def call_in_child(function: Callable[..., object], *args: object) -> None:
     """Run ``function(*args)`` in a forked child and wait for it.
 
     A StartupError raised there is raised here. A child that dies any other way (its
-    traceback is printed by multiprocessing) becomes a StartupError naming its exit status.
+    traceback is printed by multiprocessing) becomes a StartupError naming its exit status,
+    or its signal: a crash, or an out-of-memory kill, told apart (``deaths``).
     """
     context = multiprocessing.get_context("fork")
+    oom_before = deaths.oom_kills()
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_report, args=(sender, function, args), daemon=True)
     child.start()
@@ -116,7 +118,8 @@ def call_in_child(function: Callable[..., object], *args: object) -> None:
         failure = None
     child.join()
     if failure is None and child.exitcode != 0:
-        failure = StartupError(f"{_name(function)} {_death(child.exitcode)}; see the log above")
+        death = deaths.described(child.exitcode, oom_before, deaths.oom_kills())
+        failure = StartupError(f"{_name(function)} {death}; see the log above")
     if failure is not None:
         raise failure
 
@@ -128,16 +131,6 @@ def _report(sender: Connection, function: Callable[..., object], args: tuple[obj
         sender.send(exc)
         return
     sender.send(None)
-
-
-def _death(exitcode: int | None) -> str:
-    """How a child ended, in words; a SIGKILL is almost always the out-of-memory killer."""
-    if exitcode == -signal.SIGKILL:
-        return (
-            "was killed (SIGKILL), most likely by the kernel's out-of-memory killer: loading "
-            "needs more memory than this container has (raise its memory limit)"
-        )
-    return f"failed (exit status {exitcode})"
 
 
 def _name(function: Callable[..., object]) -> str:

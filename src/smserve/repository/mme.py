@@ -51,6 +51,7 @@ from smserve.errors import (
     ModelNotReady,
     UnknownLabel,
 )
+from smserve.failures import load_message
 from smserve.repository.loading import ModelLoader, ServedModel
 from smserve.repository.mme_state import Entry, Signature, StateFile
 from smserve.repository.status import State, VersionStatus
@@ -163,7 +164,7 @@ class MultiModelRegistry:
                 entry.name, SINGLE_VERSION, Path(entry.path), None, within=self.models_dir
             )
         except ModelLoadError as exc:
-            raise InvalidInput(f"Unable to load model {entry.name}: {exc}") from None
+            raise InvalidInput(f"Unable to load model {entry.name}: {load_message(exc)}") from None
 
     def _resolve(self, url: str) -> Path:
         """The model folder ``url`` names (relative to SMSERVE_MODELS_DIR, or absolute
@@ -188,7 +189,7 @@ class MultiModelRegistry:
             with confined(self.models_dir):
                 return catalog.estimate(self.loader.settings, path)
         except ModelLoadError as exc:
-            raise InvalidInput(f"Unable to load model from {path}: {exc}") from None
+            raise InvalidInput(f"Unable to load model from {path}: {load_message(exc)}") from None
 
     def _check_budget(self, entries: dict[str, Entry], name: str, cost: Footprint) -> None:
         """507 unless loading the model (its peak) fits beside the models already loaded."""

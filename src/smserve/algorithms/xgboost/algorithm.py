@@ -21,6 +21,7 @@ import xgboost as xgb
 from smserve import media
 from smserve.algorithms.base import Capabilities
 from smserve.algorithms.model_files import candidate_files
+from smserve.algorithms.xgboost.direct import inplace_or_matrix
 from smserve.algorithms.xgboost.explain import explain
 from smserve.algorithms.xgboost.fast import FastSlot, start, wanted
 from smserve.algorithms.xgboost.model import (
@@ -209,18 +210,13 @@ def _predict(member: Member, features: Features, margin: bool, spare_cpu: bool) 
 def _xgboost_predict(
     member: Member, features: Features, margin: bool, spare_cpu: bool = False
 ) -> np.ndarray:
-    """XGBoost's own prediction: the C API predictor or ``inplace_predict``."""
+    """XGBoost's own prediction: the C API predictor or ``inplace_predict`` (a DMatrix
+    prediction for gblinear, which has no inplace prediction)."""
     booster = member.booster_for(int(features.shape[0]), spare_cpu)
     try:
         if member.direct is not None:
             return member.direct.predict(booster, features, margin)
-        result = booster.inplace_predict(
-            features,
-            iteration_range=member.iteration_range,
-            predict_type="margin" if margin else "value",
-            missing=np.nan,
-            validate_features=False,
-        )
+        result = inplace_or_matrix(booster, features, margin, member.iteration_range)
     except xgb.core.XGBoostError as exc:
         raise PredictionError(f"XGBoost failed to predict with {member.path.name}") from exc
     return np.asarray(result, dtype=np.float32)

@@ -35,6 +35,8 @@ from smserve.types import Features
 
 logger = logging.getLogger(__name__)
 
+INPLACE_UNSUPPORTED = "Inplace predict is not supported"  # gblinear's XGBoostError
+PROBE_CELLS = 1 << 18  # values per probe batch at most (1 MiB of float32)
 _INTERFACE = b'{"data": [%d, false], "shape": [%s], "strides": null, "typestr": "%s", "version": 3}'
 
 try:
@@ -133,14 +135,30 @@ def _interface(array: np.ndarray) -> bytes:
 def _inplace(
     booster: xgb.Booster, rows: Features, margin: bool, iteration_range: tuple[int, int]
 ) -> np.ndarray:
+    return inplace_or_matrix(booster, rows, margin, iteration_range)
+
+
+def inplace_or_matrix(
+    booster: xgb.Booster, rows: Features, margin: bool, iteration_range: tuple[int, int]
+) -> np.ndarray:
+    """``inplace_predict``; for a booster without it (gblinear), the same prediction from a
+    DMatrix of the rows (missing values NaN, and absent CSR entries, as inplace_predict)."""
     kind = "margin" if margin else "value"
-    answer = booster.inplace_predict(
-        rows,
-        iteration_range=iteration_range,
-        predict_type=kind,
-        missing=np.nan,
-        validate_features=False,
-    )
+    try:
+        answer = booster.inplace_predict(
+            rows,
+            iteration_range=iteration_range,
+            predict_type=kind,
+            missing=np.nan,
+            validate_features=False,
+        )
+    except xgb.core.XGBoostError as exc:
+        if INPLACE_UNSUPPORTED not in str(exc):
+            raise
+        matrix = xgb.DMatrix(rows, missing=np.nan)
+        answer = booster.predict(
+            matrix, output_margin=margin, iteration_range=iteration_range, validate_features=False
+        )
     return np.asarray(answer)
 
 
@@ -173,12 +191,20 @@ def _copied(values: Any, shape: tuple[int, ...]) -> np.ndarray:
 
 def _probes(n_features: int) -> list[tuple[Features, bool]]:
     """(rows, margin) to compare predictions on: one row, rows with missing values, zeros,
-    each dense and as CSR (also one narrower than the model); values and margins."""
+    each dense and as CSR (also one narrower than the model); values and margins. At most
+    PROBE_CELLS values per batch; wider models (where each XGBoost call costs tens of ms) get
+    one row with missing values: its values dense, its margins as CSR."""
     rng = np.random.default_rng(0)
-    rows = rng.normal(size=(5, n_features)).astype(np.float32)
-    rows[1, ::2] = np.nan  # missing values take the default branches
-    rows[2, 1::2] = 0.0  # absent from the CSR form below: missing there, zero when dense
-    dense = [rows[:1].copy(), rows, np.zeros((2, n_features), dtype=np.float32)]
+    if n_features > PROBE_CELLS:
+        row = rng.normal(size=(1, n_features)).astype(np.float32)
+        row[0, ::2] = np.nan
+        return [(row, False), (sp.csr_matrix(row), True)]
+    n_rows = max(1, min(5, PROBE_CELLS // max(n_features, 1)))
+    rows = rng.normal(size=(n_rows, n_features)).astype(np.float32)
+    rows[min(1, n_rows - 1), ::2] = np.nan  # missing values take the default branches
+    rows[min(2, n_rows - 1), 1::2] = 0.0  # absent from the CSR form below: missing there
+    zeros = np.zeros((min(2, n_rows), n_features), dtype=np.float32)
+    dense = [rows[:1].copy(), rows, zeros]
     sparse = [sp.csr_matrix(batch) for batch in dense]
     narrow = sp.csr_matrix(rows[:, : max(1, n_features // 2)])
     narrow = sp.csr_matrix((narrow.data, narrow.indices, narrow.indptr), shape=rows.shape)

@@ -9,6 +9,10 @@ narrower than the model (the absent trailing columns, as ``XGBoost._aligned`` wi
 each as values and as margins, which every output key of ``xgboost.output`` derives from,
 so equal values and margins mean equal answers for every key. Agreement is bit for bit: the
 same float32 bit patterns and shapes, a sign of zero included; the tolerance is zero.
+
+The probe costs memory bounded by PROBE_CELLS values, whatever the model's width: fewer rows
+for a wide model, and no fast predictor for a model so wide that MIN_ROWS rows do not fit
+(``fast_trees`` refuses it before anything is allocated: XGBoost answers).
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from smserve.types import Features
 logger = logging.getLogger(__name__)
 
 MAX_PROBE_ROWS = 4096  # beyond it, a sample of each feature's thresholds
+PROBE_CELLS = 1 << 22  # values in the probe rows at most (16 MiB of float32)
+MIN_ROWS = 16
+MAX_WIDTH = PROBE_CELLS // (2 * MIN_ROWS)  # features; wider models get no fast predictor
 CSR_ROWS = 1024
 _OFFSETS = (0.0, -1.0, 1.0, -1e-3, 1e-3)  # 0: at it; +-1: one float32 step; +-1e-3: relative
 SPECIAL = (np.nan, 0.0, np.inf, -np.inf)  # the first rows: all missing, zeros, infinities
@@ -36,7 +43,8 @@ def probe_rows(thresholds: list[np.ndarray], seed: int = 20261201) -> np.ndarray
     and -inf; then rows around the thresholds; then some of those with missing values."""
     rng = np.random.default_rng(seed)
     longest = max((len(values) for values in thresholds), default=0)
-    n_rows = min(max(longest * len(_OFFSETS), 64), MAX_PROBE_ROWS)
+    fit = max(MIN_ROWS, PROBE_CELLS // (2 * max(len(thresholds), 1)))
+    n_rows = min(max(longest * len(_OFFSETS), 64), MAX_PROBE_ROWS, fit)
     around = np.empty((n_rows, len(thresholds)), dtype=np.float32)
     for column, values in enumerate(thresholds):
         around[:, column] = _around(values, n_rows, rng)

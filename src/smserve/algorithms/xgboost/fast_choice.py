@@ -5,9 +5,11 @@ C API predictor), never guessed.
 Sizes grow by a factor of four from one row while the fast predictor is faster; at the first
 size where it is not, one size between the last win and that loss is tried. The fast
 predictor then serves every batch up to the largest size it won at, XGBoost every larger
-one. Each time is the best of several rounds that alternate the two predictors (the best,
-because other work on the machine only ever adds time; alternating, so that a busy moment
-hits both). The whole measurement stops at its deadline with what it has.
+one. Batches stop at MEASURE_CELLS values (a model of 1,000 features is measured up to
+4,096 rows, and the fast predictor serves at most that many). Each time is the best of
+several rounds that alternate the two predictors (the best, because other work on the
+machine only ever adds time; alternating, so that a busy moment hits both). The whole
+measurement stops at its deadline with what it has.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 SIZES = (1, 4, 16, 64, 256, 1024, 4096, 16384)
+MEASURE_CELLS = 1 << 22  # values in a measured batch at most: wide models stop sooner
 ROUNDS = 5
 ROUND_S = 0.004  # calls per round: enough to fill this (one call at least)
 
@@ -58,8 +61,9 @@ def choose(fast: Call, xgboost: Call, rows: np.ndarray, deadline: float) -> Choi
     """Measure ``fast`` against ``xgboost`` on batches drawn from ``rows`` until one loses
     or ``deadline`` (``time.monotonic()``) passes."""
     timings: list[Timing] = []
+    largest = max(1, MEASURE_CELLS // max(int(rows.shape[1]), 1))
     for size in SIZES:
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline or size > largest:
             break
         timing = measure(fast, xgboost, _batch(rows, size))
         timings.append(timing)

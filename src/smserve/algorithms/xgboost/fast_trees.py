@@ -9,7 +9,8 @@ XGBoost version made of ``base_score``.
 Covered: ``gbtree`` models of scalar-leaf trees with numerical splits (one tree per class or
 target included). Not covered, so XGBoost keeps predicting: DART and linear boosters,
 categorical splits, vector-leaf (multi-output) trees, trees with deleted nodes, objectives
-whose transform is not written here, and models over MAX_NODES nodes.
+whose transform is not written here, models over MAX_NODES nodes, and models wider than
+``fast_check.MAX_WIDTH`` features.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import orjson
 import xgboost as xgb
 
 from smserve.algorithms.ubjson import UbjsonError, decode
+from smserve.algorithms.xgboost.fast_check import MAX_WIDTH
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +86,8 @@ def flat_trees(booster: xgb.Booster, iteration_range: tuple[int, int]) -> FlatTr
     transform = _transform(learner)
     trees, groups = _trees_in_range(learner, iteration_range)
     n_features = int(learner["learner_model_param"]["num_feature"])
+    if n_features > MAX_WIDTH:  # before its per-feature thresholds are listed
+        raise NotCovered(f"it has {n_features} features, over the {MAX_WIDTH} its check covers")
     nodes, starts = _nodes(trees)
     base = base_margins(document, n_features)
     features = nodes["feature"] & ~DEFAULT_LEFT

@@ -19,6 +19,7 @@ from smserve.algorithms.ubjson import Truncated, UbjsonError, check_complete
 from smserve.algorithms.xgboost.approximate import LazyApproximation, spares_by_one_thread
 from smserve.algorithms.xgboost.direct import DirectPredictor, same_predictions
 from smserve.algorithms.xgboost.fast import FastSlot
+from smserve.algorithms.xgboost.validation import validate
 from smserve.errors import ModelLoadError
 
 logger = logging.getLogger(__name__)
@@ -99,8 +100,14 @@ def _is_pickle(path: Path) -> bool:
 
 
 def _native(path: Path) -> xgb.Booster:
-    data = read_model_file(path)
+    return _booster_from_document(path, read_model_file(path))
+
+
+def _booster_from_document(path: Path, data: bytes) -> xgb.Booster:
+    """The booster of one model document (JSON or UBJSON bytes), checked before XGBoost
+    parses it: complete (``_check_complete``), then valid (``validation``)."""
     _check_complete(path, data)
+    validate(path, data)
     booster = xgb.Booster()
     try:
         # Given bytes, XGBoost tells JSON from UBJSON by content; given a path it goes by the
