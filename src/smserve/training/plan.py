@@ -15,6 +15,7 @@ every row once. (The built-in XGBoost trains every host on the whole replicated 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,8 @@ from typing import Protocol
 from smserve.training.channels import Channel
 from smserve.training.collective import Group
 from smserve.training.hyperparameters import Hyperparameters
+
+logger = logging.getLogger(__name__)
 
 SHARDED = "ShardedByS3Key"
 REPLICATED = "FullyReplicated"
@@ -40,7 +43,16 @@ class Share:
         """The rows of ``channel`` (of ``n_rows`` in read order) that this host trains on."""
         if self.count == 1 or channel in self.sharded:
             return slice(0, n_rows)
-        return slice(self.index * n_rows // self.count, (self.index + 1) * n_rows // self.count)
+        part = slice(self.index * n_rows // self.count, (self.index + 1) * n_rows // self.count)
+        logger.info(
+            "channel %r is replicated on every host: host %d of %d is training on %d of %d rows",
+            channel,
+            self.index + 1,
+            self.count,
+            part.stop - part.start,
+            n_rows,
+        )
+        return part
 
 
 WHOLE = Share()
