@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -167,7 +168,9 @@ def _join(meeting: Meeting) -> Any:
     while True:
         context = collective.CommunicatorContext(**_worker_args(meeting))
         try:
-            context.__enter__()
+            with warnings.catch_warnings():  # XGBoost warns of every refused connection
+                warnings.simplefilter("ignore", UserWarning)
+                context.__enter__()
             return context
         except XGBoostError as exc:
             if _UNREACHABLE not in str(exc) or time.monotonic() >= deadline:
