@@ -86,7 +86,7 @@ def test_a_host_killed_mid_training_ends_the_other(tmp_path: Path, victim: int) 
     job.kill(killed)
     stopped = time.monotonic()
     statuses = job.wait()
-    assert time.monotonic() - stopped < COLLECTIVE_TIMEOUT_S + 15
+    assert time.monotonic() - stopped < 20  # broken sockets: no timeout to wait for
     assert statuses[killed] == -9
     assert statuses[survivor] == 1, job.hosts[survivor].output[-3000:]
     assert job.hosts[survivor].failure.startswith(

@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 logger = logging.getLogger(__name__)
 
-RETRY_PAUSE_S = 1.0
+RETRY_PAUSE_S = 0.25
 _UNREACHABLE = "Failed to connect to the tracker"
 
 
