@@ -166,6 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--port", type=int, default=19500)
+    parser.add_argument("--only", choices=("xgboost", "kmeans"), default=None)
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="smserve-multihost-"))
     try:
@@ -177,7 +178,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _bench(args: argparse.Namespace, work: Path) -> int:
     rows = make_rows(args.rows, 0)
-    held_features, held_labels = make_rows(args.held_out, 1)
     xgb_hp = {
         "objective": "binary:logistic",
         "tree_method": "hist",
@@ -185,11 +185,24 @@ def _bench(args: argparse.Namespace, work: Path) -> int:
         "max_depth": "6",
         "eval_metric": "auc",
     }
-    km_hp = {"algorithm": "kmeans", "k": "10", "feature_dim": str(N_FEATURES)}
     one, two, _, _ = compare(
         work, "setup", {**xgb_hp, "num_round": "1"}, make_rows(1000, 2), args.port
     )
     _report("collective set-up (1,000 rows, 1 round)", one, two, difference=True)
+    if args.only != "kmeans":
+        _xgboost(args, work, xgb_hp, rows)
+    if args.only != "xgboost":
+        _kmeans(args, work, rows)
+    return 0
+
+
+def _xgboost(
+    args: argparse.Namespace,
+    work: Path,
+    xgb_hp: Mapping[str, str],
+    rows: tuple[np.ndarray, np.ndarray],
+) -> None:
+    held_features, held_labels = make_rows(args.held_out, 1)
     one, two, one_dir, two_dir = compare(work, "xgboost", xgb_hp, rows, args.port + 20)
     _report(f"xgboost hist {args.rounds} rounds, {args.rows:,} x {N_FEATURES}", one, two)
     auc_one = auc(one_dir, held_features, held_labels)
@@ -198,6 +211,10 @@ def _bench(args: argparse.Namespace, work: Path) -> int:
         f"  held-out AUC ({args.held_out:,} rows): one host {auc_one:.5f}, "
         f"two hosts {auc_two:.5f}, difference {auc_two - auc_one:+.5f}"
     )
+
+
+def _kmeans(args: argparse.Namespace, work: Path, rows: tuple[np.ndarray, np.ndarray]) -> None:
+    km_hp = {"algorithm": "kmeans", "k": "10", "feature_dim": str(N_FEATURES)}
     one, two, one_dir, two_dir = compare(work, "kmeans", km_hp, rows, args.port + 40)
     _report(f"kmeans k=10, {args.rows:,} x {N_FEATURES}", one, two)
     _, ssd_one = kmeans_objective(one_dir, rows[0])
@@ -206,7 +223,6 @@ def _bench(args: argparse.Namespace, work: Path) -> int:
         f"  objective (summed squared distances over all rows): one host {ssd_one:.6g}, "
         f"two hosts {ssd_two:.6g}, relative difference {(ssd_two - ssd_one) / ssd_one:+.4%}"
     )
-    return 0
 
 
 def _report(
