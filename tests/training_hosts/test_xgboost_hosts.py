@@ -73,3 +73,22 @@ def test_three_hosts_split_fully_replicated_rows_by_host_index(
     assert rows == [[("200", "600")], [("200", "600")], [("200", "600")]]
     assert [len(h.model_files()) for h in job.hosts.values()] == [1, 0, 0]
     job.assert_loopback_only()
+
+
+def test_a_host_without_a_validation_shard_evaluates_zero_rows(
+    tmp_path: Path, binary_rows: tuple[np.ndarray, np.ndarray]
+) -> None:
+    features, labels = binary_rows
+    job = Job(tmp_path, host_names(2), HYPERPARAMETERS)
+    master, worker = job.names
+    for i, name in enumerate(job.names):
+        part = slice(i * 200, (i + 1) * 200)
+        job.data(name, "train", {"a.csv": csv_text(features[part], labels[part])}, "text/csv")
+    valid = {"v.csv": csv_text(features[400:], labels[400:])}
+    job.data(master, "validation", valid, "text/csv")
+    job.data(worker, "validation", {"empty.csv": ""}, "text/csv")
+    job.start()
+    assert job.wait() == {master: 0, worker: 0}, [h.output for h in job.hosts.values()]
+    rounds = ROUND.findall(job.hosts[master].output)
+    assert rounds == ROUND.findall(job.hosts[worker].output)
+    assert "validation-logloss" in rounds[0]

@@ -43,7 +43,7 @@ from smserve.training.kmeans_reduce import (
 from smserve.training.kmeans_rows import Rows, blocks
 from smserve.training.logs import format_final_score, format_scores, metrics
 from smserve.training.parquet import with_label_column
-from smserve.training.plan import WHOLE, Share
+from smserve.training.plan import WHOLE, Share, has_data
 from smserve.types import Features, FloatArray
 
 logger = logging.getLogger(__name__)
@@ -113,7 +113,12 @@ class KMeansTrainer:
         config = KMeansConfig.from_hyperparameters(hp)
         channels = with_label_column(channels, hp)
         hp.check_all_used(self.name)
-        rows = {name: _rows(channel, config) for name, channel in channels.items()}
+        rows = {
+            name: Rows(name, 0, lambda: iter(()))
+            if share.may_lack(name) and not has_data(channel.path)
+            else _rows(channel, config)
+            for name, channel in channels.items()
+        }
         return KMeansJob(
             config, {name: r.part(share.rows(name, r.n_rows)) for name, r in rows.items()}
         )

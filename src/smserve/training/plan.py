@@ -39,6 +39,11 @@ class Share:
     count: int = 1
     sharded: frozenset[str] = field(default_factory=frozenset)
 
+    def may_lack(self, channel: str) -> bool:
+        """Whether this host may hold no rows of ``channel``: a validation shard across hosts
+        (the train channel's absence is handled before: the host leaves the job)."""
+        return self.count > 1 and channel != "train"
+
     def rows(self, channel: str, n_rows: int) -> slice:
         """The rows of ``channel`` (of ``n_rows`` in read order) that this host trains on."""
         if self.count == 1 or channel in self.sharded:

@@ -30,7 +30,7 @@ from smserve.training.failure import HostsFailed, TrainingError
 from smserve.training.hyperparameters import Hyperparameters
 from smserve.training.logs import format_scores, metrics
 from smserve.training.parquet import with_label_column
-from smserve.training.plan import WHOLE, Share
+from smserve.training.plan import WHOLE, Share, has_data
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ class XGBoostTrainer:
         config = XGBoostConfig.from_hyperparameters(hp)
         channels = with_label_column(channels, hp)
         hp.check_all_used(self.name)
-        data = _datasets(channels, config)
+        data = _datasets(channels, config, share)
         return XGBoostJob(config, {name: _share(d, name, share) for name, d in data.items()})
 
 
@@ -160,12 +160,21 @@ def _share(dataset: Dataset, name: str, share: Share) -> Dataset:
     return Dataset(dataset.name, dataset.features[rows], labels)
 
 
-def _datasets(channels: Mapping[str, Channel], config: XGBoostConfig) -> dict[str, Dataset]:
+def _datasets(
+    channels: Mapping[str, Channel], config: XGBoostConfig, share: Share
+) -> dict[str, Dataset]:
+    """Every channel read; across hosts a host's empty validation shard is zero rows, since
+    every host must evaluate the same sets."""
     if config.early_stopping_rounds and VALIDATION not in channels:
         raise TrainingError("early_stopping_rounds needs a 'validation' channel")
-    data = {name: _labelled(read_channel(channel)) for name, channel in channels.items()}
-    width = max(dataset.n_features for dataset in data.values())
-    return {name: dataset.with_width(width) for name, dataset in data.items()}
+    read = {
+        name: _labelled(read_channel(channel))
+        for name, channel in channels.items()
+        if not share.may_lack(name) or has_data(channel.path)
+    }
+    width = max(dataset.n_features for dataset in read.values())
+    empty = Dataset(VALIDATION, np.zeros((0, width), np.float32), np.zeros(0, np.float32))
+    return {name: read[name].with_width(width) if name in read else empty for name in channels}
 
 
 def _labelled(dataset: Dataset) -> Dataset:
