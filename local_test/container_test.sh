@@ -473,6 +473,7 @@ main() {
     if timed "train $algorithm" train "$algorithm"; then trained+=("$algorithm"); fi
   done
   timed "failing train" train_must_fail
+  timed "multi-host pod" bash "$here/multihost_pod_test.sh" "$image" || fail "multi-host pod test"
   for algorithm in "${trained[@]+"${trained[@]}"}"; do
     timed "serve $algorithm" serve_and_check "$algorithm"
   done

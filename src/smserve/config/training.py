@@ -12,6 +12,36 @@ from smserve.config.constants import DEFAULT_TRAINING_BASE_DIR, LIBSVM_INDEX_BAS
 from smserve.config.derived import log_level
 from smserve.config.reader import Reader
 
+DEFAULT_TRACKER_PORT = 9099
+DEFAULT_RESOLVE_TIMEOUT_S = 900.0
+DEFAULT_COLLECTIVE_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True, slots=True)
+class HostSettings:
+    """A multi-host job's settings (see ``smserve.training.cluster``); field comments name the
+    variables. ``hosts_json`` and ``current_host`` override ``resourceconfig.json``."""
+
+    hosts_json: str | None = None  # SM_HOSTS, a JSON list of host names
+    current_host: str | None = None  # SM_CURRENT_HOST
+    tracker_port: int = DEFAULT_TRACKER_PORT  # SMSERVE_TRACKER_PORT (training group: + 1)
+    resolve_timeout_s: float = DEFAULT_RESOLVE_TIMEOUT_S  # SMSERVE_HOST_RESOLVE_TIMEOUT_S
+    collective_timeout_s: int = DEFAULT_COLLECTIVE_TIMEOUT_S  # SMSERVE_COLLECTIVE_TIMEOUT_S
+
+    @classmethod
+    def from_env(cls, env: Reader) -> HostSettings:
+        return cls(
+            hosts_json=env.text("SM_HOSTS"),
+            current_host=env.text("SM_CURRENT_HOST"),
+            tracker_port=env.integer("SMSERVE_TRACKER_PORT", DEFAULT_TRACKER_PORT, minimum=1),
+            resolve_timeout_s=env.number(
+                "SMSERVE_HOST_RESOLVE_TIMEOUT_S", DEFAULT_RESOLVE_TIMEOUT_S
+            ),
+            collective_timeout_s=env.integer(
+                "SMSERVE_COLLECTIVE_TIMEOUT_S", DEFAULT_COLLECTIVE_TIMEOUT_S, minimum=1
+            ),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class TrainingSettings:
@@ -26,6 +56,7 @@ class TrainingSettings:
     algorithm: str | None = None  # SMSERVE_ALGORITHM (None: hyperparameter or xgboost)
     libsvm_index_base: str = "0"  # SMSERVE_LIBSVM_INDEX_BASE, as when serving
     log_level: str = "info"  # SMSERVE_LOG_LEVEL, else SAGEMAKER_CONTAINER_LOG_LEVEL
+    hosts: HostSettings = HostSettings()  # the multi-host job's variables, below
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TrainingSettings:
@@ -37,6 +68,7 @@ class TrainingSettings:
             algorithm=env.lowered("SMSERVE_ALGORITHM"),
             libsvm_index_base=env.choice("SMSERVE_LIBSVM_INDEX_BASE", "0", LIBSVM_INDEX_BASES),
             log_level=log_level(env),
+            hosts=HostSettings.from_env(env),
         )
 
     @staticmethod

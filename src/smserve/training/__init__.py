@@ -16,13 +16,13 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Protocol
 
 from smserve.algorithms.catalog import DEFAULT, NAMES, spec_for
 from smserve.config import TrainingSettings
 from smserve.errors import ConfigError
-from smserve.training.channels import Channel, load_channels
+from smserve.training.channels import TRAIN, load_channels
+from smserve.training.cluster import read_cluster
+from smserve.training.collective import LOCAL
 from smserve.training.failure import (
     EXIT_CLIENT_ERROR,
     EXIT_SUCCESS,
@@ -36,21 +36,11 @@ from smserve.training.failure import (
 from smserve.training.hyperparameters import Hyperparameters
 from smserve.training.logs import training_logging
 from smserve.training.paths import TrainingPaths
+from smserve.training.plan import WHOLE, Prepared, Share, Trainer, has_data, read_sharded
 
 __all__ = ["TrainingError", "run"]
 
 logger = logging.getLogger(__name__)
-
-
-class Trainer(Protocol):
-    """One algorithm's training: reads the channels, writes the model into ``model_dir``."""
-
-    name: str
-    default_content_type: str
-
-    def train(
-        self, hp: Hyperparameters, channels: Mapping[str, Channel], model_dir: Path
-    ) -> None: ...
 
 
 def run(environ: Mapping[str, str]) -> int:
@@ -75,13 +65,36 @@ def run(environ: Mapping[str, str]) -> int:
 
 
 def train(settings: TrainingSettings, paths: TrainingPaths) -> None:
-    """Train and save a model; raises TrainingError for a problem with the job's inputs."""
+    """Train and save a model; raises TrainingError for a problem with the job's inputs.
+
+    With more than one host (``resourceconfig.json`` / ``SM_HOSTS``) the hosts train together:
+    :mod:`smserve.training.multihost`."""
+    cluster = read_cluster(paths.config_dir, settings.hosts)
+    if cluster.size == 1:
+        _prepare(settings, paths, WHOLE).run(LOCAL, paths.model_dir)
+        logger.info("training complete; model written to %s", paths.model_dir)
+        return
+    from smserve.training.multihost import train_across_hosts
+
+    share = Share(cluster.index, cluster.size, read_sharded(paths.input_data_config_file))
+    train_across_hosts(cluster, settings, paths, lambda: _prepare_share(settings, paths, share))
+
+
+def _prepare(settings: TrainingSettings, paths: TrainingPaths, share: Share) -> Prepared:
     hp = Hyperparameters.from_file(paths.hyperparameters_file)
     trainer = _trainer(_algorithm(settings.algorithm, hp))
     channels = load_channels(paths, trainer.default_content_type, settings.libsvm_index_base)
     logger.info("training %s on channels %s", trainer.name, ", ".join(channels))
-    trainer.train(hp, channels, paths.model_dir)
-    logger.info("training complete; model written to %s", paths.model_dir)
+    return trainer.prepare(hp, channels, share)
+
+
+def _prepare_share(
+    settings: TrainingSettings, paths: TrainingPaths, share: Share
+) -> Prepared | None:
+    """As ``_prepare``, or None when this host's train channel holds no data at all."""
+    if not has_data(paths.channel_dir(TRAIN)):
+        return None
+    return _prepare(settings, paths, share)
 
 
 def _algorithm(from_env: str | None, hp: Hyperparameters) -> str:

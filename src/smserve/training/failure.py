@@ -23,6 +23,10 @@ class TrainingError(Exception):
     """The job's configuration or data is wrong; the message says what to fix."""
 
 
+class HostsFailed(TrainingError):
+    """Training across hosts stopped: another host failed, or the connection between them."""
+
+
 def client_reason(error: TrainingError) -> str:
     """The failure-file text for a client error: the message alone, no traceback."""
     return str(error)

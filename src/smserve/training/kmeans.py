@@ -29,6 +29,7 @@ from sklearn.cluster import MiniBatchKMeans
 from smserve import media
 from smserve.algorithms.ndarray import write_ndarray_file
 from smserve.training.channels import TRAIN, Channel
+from smserve.training.collective import Group
 from smserve.training.data import Dataset, read_channel
 from smserve.training.failure import TrainingError
 from smserve.training.hyperparameters import Hyperparameters
@@ -42,6 +43,7 @@ from smserve.training.kmeans_reduce import (
 from smserve.training.kmeans_rows import Rows, blocks
 from smserve.training.logs import format_final_score, format_scores, metrics
 from smserve.training.parquet import with_label_column
+from smserve.training.plan import WHOLE, Share, has_data
 from smserve.types import Features, FloatArray
 
 logger = logging.getLogger(__name__)
@@ -105,14 +107,45 @@ class KMeansTrainer:
     name = "kmeans"
     default_content_type = media.RECORDIO
 
-    def train(self, hp: Hyperparameters, channels: Mapping[str, Channel], model_dir: Path) -> None:
+    def prepare(
+        self, hp: Hyperparameters, channels: Mapping[str, Channel], share: Share = WHOLE
+    ) -> KMeansJob:
         config = KMeansConfig.from_hyperparameters(hp)
         channels = with_label_column(channels, hp)
         hp.check_all_used(self.name)
-        centers = fit_rows(config, {name: _rows(ch, config) for name, ch in channels.items()})
-        model_dir.mkdir(parents=True, exist_ok=True)
-        write_ndarray_file(model_dir / MODEL_FILE, centers)
-        logger.info("wrote %d centroids of %d features to %s", *centers.shape, model_dir)
+        rows = {
+            name: Rows(name, 0, lambda: iter(()))
+            if share.may_lack(name) and not has_data(channel.path)
+            else _rows(channel, config)
+            for name, channel in channels.items()
+        }
+        return KMeansJob(
+            config, {name: r.part(share.rows(name, r.n_rows)) for name, r in rows.items()}
+        )
+
+
+@dataclass(frozen=True)
+class KMeansJob:
+    """k-means with this host's rows; across hosts see :mod:`smserve.training.kmeans_hosts`."""
+
+    config: KMeansConfig
+    data: Mapping[str, Rows]
+
+    @property
+    def train_rows(self) -> int:
+        return self.data[TRAIN].n_rows
+
+    def run(self, group: Group, model_dir: Path | None) -> None:
+        if group.size == 1:
+            centers = fit_rows(self.config, self.data)
+        else:
+            from smserve.training.kmeans_hosts import fit_across
+
+            centers = fit_across(self.config, self.data, group)
+        if model_dir is not None:
+            model_dir.mkdir(parents=True, exist_ok=True)
+            write_ndarray_file(model_dir / MODEL_FILE, centers)
+            logger.info("wrote %d centroids of %d features to %s", *centers.shape, model_dir)
 
 
 def _rows(channel: Channel, config: KMeansConfig) -> Rows:

@@ -45,6 +45,22 @@ class Rows:
             raise TrainingError(f"channel {channel.name!r}: every file in {channel.path} is empty")
         return cls(channel.name, n_rows, chunks)
 
+    def part(self, rows: slice) -> Rows:
+        """Only ``rows`` (a ``slice(start, stop)`` of the read order), still chunk by chunk."""
+        start, stop, _ = rows.indices(self.n_rows)
+        if (start, stop) == (0, self.n_rows):
+            return self
+
+        def chunks() -> Iterator[Features]:
+            offset = 0
+            for chunk in self.chunks():
+                low, high = max(start - offset, 0), min(stop - offset, chunk.shape[0])
+                offset += chunk.shape[0]
+                if low < high:
+                    yield chunk[low:high]
+
+        return Rows(self.name, max(stop - start, 0), chunks)
+
 
 def blocks(chunks: Iterator[Features], size: int) -> Iterator[Features]:
     """The chunks joined into blocks of at least ``size`` rows (the last may be smaller), so
@@ -55,13 +71,13 @@ def blocks(chunks: Iterator[Features], size: int) -> Iterator[Features]:
         pending.append(chunk)
         rows += chunk.shape[0]
         if rows >= size:
-            yield _joined(pending)
+            yield join_chunks(pending)
             pending, rows = [], 0
     if pending:
-        yield _joined(pending)
+        yield join_chunks(pending)
 
 
-def _joined(parts: list[Features]) -> Features:
+def join_chunks(parts: list[Features]) -> Features:
     if len(parts) == 1:
         return parts[0]
     if all(sp.issparse(part) for part in parts):

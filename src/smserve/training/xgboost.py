@@ -24,11 +24,13 @@ import xgboost as xgb
 
 from smserve import media
 from smserve.training.channels import TRAIN, VALIDATION, Channel
+from smserve.training.collective import Group, collective_broke, collective_reason
 from smserve.training.data import Dataset, read_channel
-from smserve.training.failure import TrainingError
+from smserve.training.failure import HostsFailed, TrainingError
 from smserve.training.hyperparameters import Hyperparameters
 from smserve.training.logs import format_scores, metrics
 from smserve.training.parquet import with_label_column
+from smserve.training.plan import WHOLE, Share, has_data
 
 logger = logging.getLogger(__name__)
 
@@ -121,21 +123,58 @@ class XGBoostTrainer:
     name = "xgboost"
     default_content_type = media.LIBSVM
 
-    def train(self, hp: Hyperparameters, channels: Mapping[str, Channel], model_dir: Path) -> None:
+    def prepare(
+        self, hp: Hyperparameters, channels: Mapping[str, Channel], share: Share = WHOLE
+    ) -> XGBoostJob:
         config = XGBoostConfig.from_hyperparameters(hp)
         channels = with_label_column(channels, hp)
         hp.check_all_used(self.name)
-        data = _datasets(channels, config)
-        booster = fit(config, data)
-        save_model(booster, model_dir / MODEL_FILE)
+        data = _datasets(channels, config, share)
+        return XGBoostJob(config, {name: _share(d, name, share) for name, d in data.items()})
 
 
-def _datasets(channels: Mapping[str, Channel], config: XGBoostConfig) -> dict[str, Dataset]:
+@dataclass(frozen=True, slots=True)
+class XGBoostJob:
+    """XGBoost with this host's rows read; in a group of hosts ``xgboost.train`` trains across
+    them (histograms and evaluation metrics summed over every host, so every host's metrics,
+    and early stopping, agree)."""
+
+    config: XGBoostConfig
+    data: Mapping[str, Dataset]
+
+    @property
+    def train_rows(self) -> int:
+        return self.data[TRAIN].n_rows
+
+    def run(self, group: Group, model_dir: Path | None) -> None:
+        booster = fit(self.config, self.data)
+        if model_dir is not None:
+            save_model(booster, model_dir / MODEL_FILE)
+
+
+def _share(dataset: Dataset, name: str, share: Share) -> Dataset:
+    rows = share.rows(name, dataset.n_rows)
+    if rows == slice(0, dataset.n_rows):
+        return dataset
+    labels = None if dataset.labels is None else dataset.labels[rows]
+    return Dataset(dataset.name, dataset.features[rows], labels)
+
+
+def _datasets(
+    channels: Mapping[str, Channel], config: XGBoostConfig, share: Share
+) -> dict[str, Dataset]:
+    """Every channel read; across hosts a host's empty validation shard is zero rows, since
+    every host must evaluate the same sets."""
     if config.early_stopping_rounds and VALIDATION not in channels:
         raise TrainingError("early_stopping_rounds needs a 'validation' channel")
-    data = {name: _labelled(read_channel(channel)) for name, channel in channels.items()}
-    width = max(dataset.n_features for dataset in data.values())
-    return {name: dataset.with_width(width) for name, dataset in data.items()}
+    read = {
+        name: _labelled(read_channel(channel))
+        for name, channel in channels.items()
+        if not share.may_lack(name) or has_data(channel.path)
+    }
+    width = max(dataset.n_features for dataset in read.values())
+    empty = Dataset(VALIDATION, np.zeros((0, width), np.float32), np.zeros(0, np.float32))
+    return {name: read[name].with_width(width) if name in read else empty for name in channels}
 
 
 def _labelled(dataset: Dataset) -> Dataset:
@@ -160,6 +199,8 @@ def fit(config: XGBoostConfig, data: Mapping[str, Dataset]) -> xgb.Booster:
             verbose_eval=False,
         )
     except xgb.core.XGBoostError as exc:
+        if collective_broke(exc):
+            raise HostsFailed(f"training across hosts stopped: {collective_reason(exc)}") from exc
         raise TrainingError(f"XGBoost rejected the job: {_reason(exc)}") from exc
     _log_best(booster)
     return booster

@@ -1,0 +1,230 @@
+"""A multi-host training job on loopback: one real ``smserve train`` process per host, each with
+its own /opt/ml tree under ``tmp_path`` (``SMSERVE_TRAINING_BASE_DIR``) and its own
+``resourceconfig.json``; hosts are named by loopback addresses (127.0.0.2, 127.0.0.3, ...),
+which need no name resolution. While they run, every socket of every host is recorded
+(psutil), so the tests can check where they were bound."""
+
+from __future__ import annotations
+
+import io
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+JOB_TIMEOUT_S = 120.0
+# Short, so that a host that never joins ends the job soon, yet long enough for a loaded
+# machine's slowest host to import and read its data before the first gives up on it.
+COLLECTIVE_TIMEOUT_S = 30
+SAMPLE_EVERY_S = 0.05
+LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
+WILDCARD = "0.0.0.0"
+
+
+def host_names(count: int) -> list[str]:
+    return [f"127.0.0.{i + 2}" for i in range(count)]
+
+
+def free_port_pair(address: str) -> int:
+    """A port free on ``address`` with the next one free too (the training group's)."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind((address, 0))
+            port = int(probe.getsockname()[1])
+        if port < 65535 and _free(address, port + 1):
+            return port
+    raise RuntimeError("no free pair of ports")
+
+
+def _free(address: str, port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind((address, port))
+        except OSError:
+            return False
+    return True
+
+
+def smserve() -> list[str]:
+    script = Path(sys.executable).with_name("smserve")
+    found = str(script) if script.is_file() else shutil.which("smserve")
+    if found is None:
+        pytest.skip("the smserve console script is not installed")
+    return [found]
+
+
+def csv_text(features: np.ndarray, labels: np.ndarray | None) -> str:
+    table = features if labels is None else np.column_stack([labels, features])
+    buffer = io.StringIO()
+    np.savetxt(buffer, table, delimiter=",", fmt="%.9g")
+    return buffer.getvalue()
+
+
+@dataclass
+class Host:
+    name: str
+    base: Path
+    process: subprocess.Popen[str] | None = None
+    output: str = ""
+
+    @property
+    def failure_file(self) -> Path:
+        return self.base / "output" / "failure"
+
+    @property
+    def failure(self) -> str:
+        return self.failure_file.read_text(encoding="utf-8") if self.failure_file.exists() else ""
+
+    @property
+    def model_dir(self) -> Path:
+        return self.base / "model"
+
+    def model_files(self) -> list[str]:
+        return sorted(p.name for p in self.model_dir.glob("*")) if self.model_dir.is_dir() else []
+
+
+@dataclass
+class Job:
+    """The hosts of one job; ``write`` sets up a host's tree, ``start``/``wait`` run them."""
+
+    root: Path
+    names: Sequence[str]
+    hyperparameters: Mapping[str, str]
+    distribution: str = "ShardedByS3Key"
+    port: int = 0
+    hosts: dict[str, Host] = field(default_factory=dict)
+    sockets: set[tuple[str, str, str]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.port = self.port or free_port_pair(self.names[0])
+        for name in self.names:
+            self.hosts[name] = Host(name, self.root / name / "opt_ml")
+            self._config(self.hosts[name])
+
+    def _config(self, host: Host) -> None:
+        config = host.base / "input" / "config"
+        config.mkdir(parents=True, exist_ok=True)
+        resource = {
+            "current_host": host.name,
+            "hosts": list(self.names),
+            "network_interface_name": "lo",
+        }
+        (config / "resourceconfig.json").write_text(json.dumps(resource))
+        (config / "hyperparameters.json").write_text(json.dumps(dict(self.hyperparameters)))
+
+    def data(self, host: str, channel: str, files: Mapping[str, str], content_type: str) -> None:
+        """Write ``files`` as ``host``'s part of ``channel``."""
+        base = self.hosts[host].base
+        folder = base / "input" / "data" / channel
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (folder / name).write_text(text)
+        path = base / "input" / "config" / "inputdataconfig.json"
+        config = json.loads(path.read_text()) if path.exists() else {}
+        config[channel] = {
+            "ContentType": content_type,
+            "TrainingInputMode": "File",
+            "S3DistributionType": self.distribution,
+        }
+        path.write_text(json.dumps(config))
+
+    def start(self, names: Sequence[str] | None = None, **environ: str) -> None:
+        for name in names or self.names:
+            host = self.hosts[name]
+            env = {
+                **os.environ,
+                "SMSERVE_TRAINING_BASE_DIR": str(host.base),
+                "SMSERVE_TRACKER_PORT": str(self.port),
+                "SMSERVE_COLLECTIVE_TIMEOUT_S": str(COLLECTIVE_TIMEOUT_S),
+                "SMSERVE_HOST_RESOLVE_TIMEOUT_S": "5",
+                "OMP_NUM_THREADS": "1",
+                **environ,
+            }
+            host.process = subprocess.Popen(
+                [*smserve(), "train"],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+
+    def running(self) -> list[Host]:
+        return [h for h in self.hosts.values() if h.process and h.process.poll() is None]
+
+    def wait(self, timeout_s: float = JOB_TIMEOUT_S) -> dict[str, int]:
+        """Each started host's exit status, sampling sockets until all have ended."""
+        deadline = time.monotonic() + timeout_s
+        while self.running() and time.monotonic() < deadline:
+            self._sample()
+            time.sleep(SAMPLE_EVERY_S)
+        for host in self.running():
+            assert host.process is not None
+            host.process.kill()
+        statuses = {}
+        for host in self.hosts.values():
+            if host.process is not None:
+                host.output = host.process.communicate(timeout=30)[0]
+                statuses[host.name] = host.process.returncode
+        assert time.monotonic() < deadline, f"the job ran past {timeout_s} s: {statuses}"
+        return statuses
+
+    def wait_for_line(self, name: str, text: str, timeout_s: float = 60.0) -> None:
+        """Read ``name``'s output until a line holds ``text`` (the rest is kept)."""
+        host = self.hosts[name]
+        assert host.process is not None
+        assert host.process.stdout is not None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            line = host.process.stdout.readline()
+            host.output += line
+            if text in line:
+                return
+            if not line and host.process.poll() is not None:
+                break
+            self._sample()
+        raise AssertionError(f"{name} never printed {text!r}:\n{host.output}")
+
+    def kill(self, name: str) -> None:
+        process = self.hosts[name].process
+        assert process is not None
+        process.send_signal(signal.SIGKILL)
+
+    def _sample(self) -> None:
+        for host in self.running():
+            assert host.process is not None
+            try:
+                connections = psutil.Process(host.process.pid).net_connections(kind="inet")
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            for c in connections:
+                remote = c.raddr.ip if c.raddr else ""
+                self.sockets.add((host.name, f"{c.laddr.ip}:{c.laddr.port}", remote))
+
+    def assert_loopback_only(self) -> None:
+        """Every connection's two ends on 127.0.0.0/8; the tracker's listener on the master's
+        address. The only other binding allowed is the wildcard address, which XGBoost's
+        peer listener uses (its BindHost; it takes no address)."""
+        assert self.sockets, "no socket was seen"
+        tracker = f"{self.names[0]}:{self.port}"
+        assert any(local == tracker for _, local, _ in self.sockets), sorted(self.sockets)
+        for host, local, remote in self.sockets:
+            ip = local.rsplit(":", 1)[0]
+            if ip == WILDCARD:
+                assert not remote, f"{host}: a wildcard-bound socket is connected"
+                continue
+            assert ipaddress.ip_address(ip) in LOOPBACK, f"{host}: {local}"
+            if remote:
+                assert ipaddress.ip_address(remote) in LOOPBACK, f"{host}: {local} -> {remote}"
+        assert not any(local.startswith(f"{WILDCARD}:{self.port}") for _, local, _ in self.sockets)
