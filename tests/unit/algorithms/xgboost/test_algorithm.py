@@ -209,7 +209,7 @@ def test_pickle_needing_other_globals_is_refused_without_opt_in(
     (tmp_path / "xgboost-model").write_bytes(pickle.dumps(model))
     with pytest.raises(
         ModelLoadError,
-        match="xgboost-model is a pickle that needs xgboost.sklearn.XGBRegressor.*SMSERVE_ALLOW_PICKLE",
+        match="xgboost-model is a pickle that needs xgboost.sklearn.XGBRegressor.*ALLOW_PICKLE",
     ):
         load_xgboost(tmp_path)
 

@@ -55,8 +55,10 @@ class Cursor:
         value = self.u64(field)
         if value * item_size > self.remaining or (limit is not None and value > limit):
             self.offset = start
-            bound = self.remaining // max(item_size, 1) if limit is None else limit
-            raise self.fail(field, f"declares {value} items, at most {bound} possible")
+            detail = f"declares {value} items of {item_size}+ bytes; {self.remaining - 8} remain"
+            if limit is not None and value > limit:
+                detail = f"declares {value} items, more than the limit of {limit}"
+            raise self.fail(field, detail)
         return value
 
     def text(self, field: str, limit: int = MAX_TEXT_BYTES) -> str:
