@@ -72,13 +72,11 @@ I32 = np.dtype("<i4")
 
 @dataclass
 class Trees:
-    """Every tree's nodes and stats concatenated; tree ``t`` holds rows
-    ``starts[t]:starts[t + 1]``."""
+    """Each tree's nodes, stats and parameters: views of the file's bytes, not copies."""
 
-    nodes: np.ndarray  # NODE records
-    stats: np.ndarray  # STAT records
-    starts: np.ndarray  # int64, num_trees + 1
-    params: np.ndarray  # TREE_PARAM records, one per tree
+    nodes: list[np.ndarray]  # NODE records
+    stats: list[np.ndarray]  # STAT records
+    params: list[np.void]  # TREE_PARAM records
     tree_info: np.ndarray  # int32, one output group per tree
     num_parallel_tree: int
     num_output_group: int
@@ -151,7 +149,7 @@ def _read_booster(cursor: Cursor, model: LegacyModel) -> None:
     outputs = max(1, int(model.param["num_class"]), int(model.param["num_target"]))
     if model.booster in ("gbtree", "dart"):
         model.trees = read_trees(cursor, outputs)
-        if model.booster == "dart" and model.trees.starts.size > 1:
+        if model.booster == "dart" and model.trees.nodes:
             model.weight_drop = cursor.vector(F32, "dart weight_drop")
     elif model.booster == "gblinear":
         model.linear_weights, model.linear_groups = _read_linear(cursor, outputs)
@@ -169,16 +167,14 @@ def read_trees(cursor: Cursor, outputs: int) -> Trees:
     params, nodes, stats = [], [], []
     for index in range(num_trees):
         tree_param, tree_nodes, tree_stats = _read_tree(cursor, index)
-        params.append(tree_param)
+        params.append(tree_param[0])
         nodes.append(tree_nodes)
         stats.append(tree_stats)
     tree_info = cursor.array(I32, num_trees, "tree_info") if num_trees else np.zeros(0, I32)
-    sizes = [len(n) for n in nodes]
     return Trees(
-        nodes=np.concatenate(nodes) if nodes else np.zeros(0, NODE),
-        stats=np.concatenate(stats) if stats else np.zeros(0, STAT),
-        starts=np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64),
-        params=np.concatenate(params) if params else np.zeros(0, TREE_PARAM),
+        nodes=nodes,
+        stats=stats,
+        params=params,
         tree_info=tree_info,
         num_parallel_tree=max(1, int(param["num_parallel_tree"])),
         num_output_group=groups,

@@ -5,15 +5,16 @@ for all trees at once, each tree's arrays then slices of those.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from smserve.algorithms.xgboost.legacy import base_last, conventions
-from smserve.algorithms.xgboost.legacy.binary import LegacyModel, Trees
+from smserve.algorithms.xgboost.legacy.binary import LegacyModel
 from smserve.algorithms.xgboost.legacy.ubj import encode
 from smserve.errors import ModelLoadError
 
@@ -91,7 +92,7 @@ def _booster(
     assert trees is not None
     parallel = _parallel_trees(model, extras)
     per_iteration = parallel * trees.num_output_group
-    iterations = _iterations(path, trees.starts.size - 1, per_iteration)
+    iterations = _iterations(path, len(trees.nodes), per_iteration)
     base = base_last.plan(model, objective, iterations)
     tree_docs, tree_info, drops = _with_bias(model, parallel, base)
     gbtree_model = {
@@ -121,24 +122,31 @@ def _linear(model: LegacyModel) -> dict[str, Any]:
 
 def _with_bias(
     model: LegacyModel, parallel: int, base: base_last.BaseLast | None
-) -> tuple[list[dict[str, Any]], list[int], list[float]]:
+) -> tuple[list[Callable[[], dict[str, Any]]], list[int], list[float]]:
     """The trees, their groups and (dart) weights, the bias iteration inserted if planned."""
     trees = model.trees
     assert trees is not None
-    docs = _trees(trees)
+    docs: list[Callable[[int], dict[str, Any]]] = [
+        partial(_tree, nodes, stats, param)
+        for nodes, stats, param in zip(trees.nodes, trees.stats, trees.params, strict=True)
+    ]
     info = [int(group) for group in trees.tree_info]
     drops = [] if model.weight_drop is None else [float(w) for w in model.weight_drop]
     if base is not None:
         groups = trees.num_output_group
         at = base.iteration * parallel * groups
         num_feature = int(model.param["num_feature"])
-        docs[at:at] = base_last.bias_trees(base.margin, groups, parallel, num_feature)
+        bias = base_last.bias_trees(base.margin, groups, parallel, num_feature)
+        docs[at:at] = [partial(_with_id, leaf) for leaf in bias]
         info[at:at] = [g for g in range(groups) for _ in range(parallel)]
         if model.weight_drop is not None:
             drops[at:at] = [1.0] * (parallel * groups)
-        for index, doc in enumerate(docs):
-            doc["id"] = index
-    return docs, info, drops
+    # Each tree is converted as the encoder reaches it, so only one is held converted at once
+    return [partial(source, index) for index, source in enumerate(docs)], info, drops
+
+
+def _with_id(leaf: dict[str, Any], index: int) -> dict[str, Any]:
+    return leaf | {"id": index}
 
 
 def _parallel_trees(model: LegacyModel, extras: Extras) -> int:
@@ -158,23 +166,17 @@ def _iterations(path: Path, num_trees: int, per_iteration: int) -> int:
     return num_trees // per_iteration
 
 
-def _trees(trees: Trees) -> list[dict[str, Any]]:
-    columns = _columns(trees)
-    starts = trees.starts.tolist()
-    params = trees.params
-    return [
-        _tree(index, columns, starts[index], starts[index + 1], params[index])
-        for index in range(len(starts) - 1)
-    ]
-
-
-def _columns(trees: Trees) -> dict[str, np.ndarray]:
-    """Every node field of every tree, converted once, big-endian as UBJSON stores it."""
-    nodes, stats = trees.nodes, trees.stats
+def _tree(nodes: np.ndarray, stats: np.ndarray, param: np.void, index: int) -> dict[str, Any]:
+    """One tree's arrays, converted from its node records (big-endian, as UBJSON stores them)."""
     sindex = nodes["sindex"]
     return {
         "base_weights": stats["base_weight"].astype(">f4"),
+        "categories": _EMPTY_I32,
+        "categories_nodes": _EMPTY_I32,
+        "categories_segments": _EMPTY_I64,
+        "categories_sizes": _EMPTY_I64,
         "default_left": (sindex >> np.uint32(31)).astype(np.uint8),
+        "id": index,
         "left_children": nodes["left"].astype(">i4"),
         "loss_changes": stats["loss_chg"].astype(">f4"),
         "parents": (nodes["parent"].view(np.uint32) & LOW_31).astype(">i4"),
@@ -183,24 +185,10 @@ def _columns(trees: Trees) -> dict[str, np.ndarray]:
         "split_indices": (sindex & LOW_31).astype(">i4"),
         "split_type": np.zeros(sindex.size, np.uint8),
         "sum_hessian": stats["sum_hess"].astype(">f4"),
-    }
-
-
-def _tree(
-    index: int, columns: dict[str, np.ndarray], start: int, end: int, param: np.void
-) -> dict[str, Any]:
-    tree: dict[str, Any] = {name: column[start:end] for name, column in columns.items()}
-    tree |= {
-        "categories": _EMPTY_I32,
-        "categories_nodes": _EMPTY_I32,
-        "categories_segments": _EMPTY_I64,
-        "categories_sizes": _EMPTY_I64,
-        "id": index,
         "tree_param": {
             "num_deleted": str(int(param["num_deleted"])),
             "num_feature": str(int(param["num_feature"])),
-            "num_nodes": str(end - start),
+            "num_nodes": str(sindex.size),
             "size_leaf_vector": "1",
         },
     }
-    return dict(sorted(tree.items()))

@@ -24,43 +24,46 @@ _TYPED = {
 
 def encode(value: Any) -> bytes:
     """``value`` (dicts with str keys, lists, str, int, float, bool, numpy arrays of the
-    dtypes in ``_TYPED``) as one UBJSON document."""
-    parts: list[bytes] = []
-    _write(value, parts)
-    return b"".join(parts)
+    dtypes in ``_TYPED``, callables returning one of these) as one UBJSON document: the
+    pieces, then one join (the document's size twice at most)."""
+    out: list[bytes] = []
+    _write(value, out)
+    return b"".join(out)
 
 
-def _write(value: Any, parts: list[bytes]) -> None:
+def _write(value: Any, out: list[bytes]) -> None:
     if isinstance(value, np.ndarray):
-        parts.extend(_typed(value))
+        _write_typed(value, out)
     elif isinstance(value, Mapping):
-        _write_object(value, parts)
+        _write_object(value, out)
     elif isinstance(value, str):
-        parts.append(b"S" + _key(value))
+        out.append(b"S" + _key(value))
     elif isinstance(value, bool):
-        parts.append(b"T" if value else b"F")
+        out.append(b"T" if value else b"F")
     elif isinstance(value, int):
-        parts.append(b"L" + struct.pack(">q", value))
+        out.append(b"L" + struct.pack(">q", value))
     elif isinstance(value, float | np.floating):
-        parts.append(b"d" + struct.pack(">f", value))
+        out.append(b"d" + struct.pack(">f", value))
     elif isinstance(value, Sequence):
-        _write_array(value, parts)
+        _write_array(value, out)
+    elif callable(value):  # a value made only when written (a converted tree)
+        _write(value(), out)
     else:
         raise TypeError(f"cannot write {type(value).__name__} as UBJSON")
 
 
-def _write_object(value: Mapping[str, Any], parts: list[bytes]) -> None:
-    parts.append(b"{")
+def _write_object(value: Mapping[str, Any], out: list[bytes]) -> None:
+    out.append(b"{")
     for key, item in value.items():
-        parts.append(_key(key))
-        _write(item, parts)
-    parts.append(b"}")
+        out.append(_key(key))
+        _write(item, out)
+    out.append(b"}")
 
 
-def _write_array(value: Sequence[Any], parts: list[bytes]) -> None:
-    parts.append(b"[#L" + struct.pack(">q", len(value)))
+def _write_array(value: Sequence[Any], out: list[bytes]) -> None:
+    out.append(b"[#L" + struct.pack(">q", len(value)))
     for item in value:
-        _write(item, parts)
+        _write(item, out)
 
 
 @lru_cache(maxsize=256)
@@ -69,7 +72,7 @@ def _key(text: str) -> bytes:
     return b"L" + struct.pack(">q", len(raw)) + raw
 
 
-def _typed(array: np.ndarray) -> tuple[bytes, bytes]:
+def _write_typed(array: np.ndarray, out: list[bytes]) -> None:
     marker, big_endian = _TYPED[array.dtype.newbyteorder("=")]
-    header = b"[$" + marker + b"#L" + struct.pack(">q", array.size)
-    return header, np.ascontiguousarray(array, dtype=big_endian).tobytes()
+    out.append(b"[$" + marker + b"#L" + struct.pack(">q", array.size))
+    out.append(np.ascontiguousarray(array, dtype=big_endian).tobytes())
