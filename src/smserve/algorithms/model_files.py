@@ -35,7 +35,6 @@ from smserve.algorithms.confinement import (
     confined,
     file_size,
     is_directory,
-    open_file,
     read_bytes,
     regular_files,
 )
@@ -189,12 +188,6 @@ _EMPTY = (
     "{path} is empty (0 bytes): the model was not saved completely, or was copied before it "
     "was written; save or copy it again"
 )
-
-
-def is_pickle(path: Path) -> bool:
-    """Whether ``path`` starts like a pickle (protocol 2 or later)."""
-    with open_file(path) as stream:
-        return starts_like_pickle(stream.read(2))
 
 
 def starts_like_pickle(data: bytes) -> bool:

@@ -112,3 +112,53 @@ def shifted_attributes(attributes: dict[str, str], parallel: int) -> dict[str, s
         if value.isdigit() and (key == "best_iteration" or int(value) > 0):
             shifted[key] = str(int(value) + step)
     return shifted
+
+
+def into_json_dart(model: dict[str, Any]) -> bool:
+    """The same for a JSON model document (1.3's pickles hold one): a DART model from before
+    1.4 gets the bias iteration and a neutral base_score, in place (True). Other models are
+    left as they are (False)."""
+    learner = model["learner"]
+    booster = learner["gradient_booster"]
+    version = tuple(int(v) for v in model.get("version", (1, 4)))
+    if booster.get("name") != "dart" or version >= (1, 4):
+        return False
+    param = learner["learner_model_param"]
+    objective = learner["objective"]["name"]
+    margin = _json_margin(objective, F(float(param["base_score"])), version)
+    gbtree = booster["gbtree"]["model"]
+    groups = max(1, int(param.get("num_class", 0)))
+    parallel = max(1, int(gbtree["gbtree_model_param"].get("num_parallel_tree", 1)))
+    trees = gbtree["trees"]
+    iterations = len(trees) // (groups * parallel)
+    at = (_best_iteration(learner.get("attributes", {}), iterations) + 1) * groups * parallel
+    bias = bias_trees(margin, groups, parallel, int(param["num_feature"]))
+    trees[at:at] = [_json_tree(leaf, trees[0]) for leaf in bias]
+    for index, tree in enumerate(trees):
+        tree["id"] = index
+    gbtree["tree_info"][at:at] = [g for g in range(groups) for _ in range(parallel)]
+    booster["weight_drop"][at:at] = [1.0] * len(bias)
+    gbtree["gbtree_model_param"]["num_trees"] = str(len(trees))
+    param["base_score"] = conventions.float_text(neutral_base_score(objective))
+    learner["attributes"] = shifted_attributes(learner.get("attributes", {}), parallel)
+    return True
+
+
+def _json_margin(objective: str, score: np.float32, version: tuple[int, ...]) -> np.float32:
+    logit_raw = objective == "binary:logitraw" and version < (1, 3, 1)
+    if objective in conventions.SIGMOID_FAMILY or logit_raw:
+        return conventions.logit(score)
+    if objective in conventions.EXP_FAMILY:
+        return libm.logf(score)
+    return score
+
+
+def _json_tree(leaf: dict[str, Any], like: dict[str, Any]) -> dict[str, Any]:
+    """``leaf`` in the form of the document's tree ``like`` (its keys, lists for arrays)."""
+    tree: dict[str, Any] = {}
+    for key, value in like.items():
+        item = leaf.get(key, [])
+        tree[key] = item.tolist() if isinstance(item, np.ndarray) else item
+        if key == "default_left" and value and isinstance(value[0], bool):
+            tree[key] = [bool(flag) for flag in tree[key]]
+    return tree

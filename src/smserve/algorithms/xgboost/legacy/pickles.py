@@ -24,7 +24,7 @@ from typing import Any
 
 from smserve.algorithms.model_files import unpickle
 from smserve.algorithms.ubjson import UbjsonError, member_bytes
-from smserve.algorithms.xgboost.legacy import conventions
+from smserve.algorithms.xgboost.legacy import base_last, conventions
 from smserve.algorithms.xgboost.legacy.binary import read
 from smserve.algorithms.xgboost.legacy.document import Extras, to_ubjson
 from smserve.errors import ModelLoadError
@@ -140,12 +140,20 @@ def _json_pair(path: Path, handle: bytes) -> Document:
         model = json.loads(handle)["Model"]
     except (ValueError, KeyError, TypeError) as exc:
         raise ModelLoadError(f"{path}: the pickled Booster's JSON is not readable: {exc}") from None
-    _undo_logitraw_margin(model)
+    if not _base_last(model):  # the bias trees hold the old margin, logitraw's included
+        _undo_logitraw_margin(model)
     _give_linear_rounds(model)
     version = ".".join(str(v) for v in model.get("version", ["?"]))
     return Document(
         json.dumps(model).encode(), f"JSON {{Config, Model}}, written by XGBoost {version}"
     )
+
+
+def _base_last(model: dict[str, Any]) -> bool:
+    try:
+        return base_last.into_json_dart(model)
+    except (KeyError, TypeError, ValueError, IndexError):
+        return False  # XGBoost reports what is missing when it loads the document
 
 
 def _undo_logitraw_margin(model: dict[str, Any]) -> None:
