@@ -130,3 +130,10 @@ def test_a_pickled_legacy_handle_is_read_without_the_opt_in(tmp_path: Path) -> N
     data = pickle.dumps(state, protocol=3)
     booster_pickle = b"\x80\x03cxgboost.core\nBooster\nq\x00)\x81q\x01" + data[2:-1] + b"b."
     np.testing.assert_array_equal(_load(tmp_path, booster_pickle), np.float32([-0.5, 1.5, -0.5]))
+
+
+def test_a_pickle_cannot_make_the_safe_reader_allocate_a_size(tmp_path: Path) -> None:
+    """bytearray(2**40) in 30 bytes: refused, not a terabyte allocated."""
+    bomb = b"\x80\x04cbuiltins\nbytearray\n\x8a\x06\x00\x00\x00\x00\x00\x01\x85R."
+    with pytest.raises(ModelLoadError, match="cannot unpickle: bytearray.size"):
+        _load(tmp_path, bomb)

@@ -44,10 +44,25 @@ class BoosterState:
         self.state = state if isinstance(state, dict) else {}
 
 
+def byte_array(*args: Any) -> bytearray:
+    """``bytearray`` as a pickle calls it (bytes, or text and its encoding), but never with a
+    size: ``bytearray(10**12)`` from a 30-byte pickle would allocate a terabyte."""
+    if args and isinstance(args[0], int):
+        raise ValueError("bytearray(size) is not how a Booster pickle makes its bytes")
+    return bytearray(*args)
+
+
+def latin1_encode(text: str, encoding: str = "latin1") -> bytes:
+    """``_codecs.encode`` as protocol 2 pickles bytes with it: latin-1 text only."""
+    if encoding.replace("-", "").replace("_", "").lower() != "latin1":
+        raise ValueError(f"_codecs.encode with {encoding!r} is not how a pickle writes bytes")
+    return codecs.encode(text, "latin1")
+
+
 SUBSTITUTES = {
     ("xgboost.core", "Booster"): BoosterState,
-    ("builtins", "bytearray"): bytearray,
-    ("_codecs", "encode"): codecs.encode,
+    ("builtins", "bytearray"): byte_array,
+    ("_codecs", "encode"): latin1_encode,
 }
 
 
