@@ -30,8 +30,10 @@ def legacy_stump(
     num_trees: int | None = None,
     num_nodes: int = 3,
     attributes: dict[bytes, bytes] | None = None,
+    drops: int | None = None,
 ) -> bytes:
-    """A legacy binary gbtree model: one stump, f0 < 0.5 -> -1 (NaN goes left) else +1."""
+    """A legacy binary gbtree model (dart with ``drops`` weights): one stump, f0 < 0.5 -> -1
+    (NaN goes left) else +1."""
     learner = np.zeros(1, binary.LEARNER_PARAM)
     learner[0]["base_score"], learner[0]["num_feature"] = base_score, 2
     learner[0]["major_version"], learner[0]["minor_version"] = version
@@ -47,8 +49,11 @@ def legacy_stump(
     nodes["sindex"] = [0 | (1 << 31), 0, 0]
     nodes["info"] = [0.5, -1.0, 1.0]
     stats = np.zeros(3, binary.STAT)
-    parts = [b"binf", learner.tobytes(), _text(objective), _text(b"gbtree"), gbtree.tobytes()]
+    booster = b"gbtree" if drops is None else b"dart"
+    parts = [b"binf", learner.tobytes(), _text(objective), _text(booster), gbtree.tobytes()]
     parts += [tree.tobytes(), nodes.tobytes(), stats.tobytes(), np.int32([0]).tobytes()]
+    if drops is not None:
+        parts.append(struct.pack("<Q", drops) + np.ones(drops, np.float32).tobytes())
     if attributes:
         parts.append(struct.pack("<Q", len(attributes)))
         parts += [_text(k) + _text(v) for k, v in attributes.items()]
@@ -65,6 +70,11 @@ def _load(tmp_path: Path, data: bytes, allow_pickle: bool = False) -> np.ndarray
 
 def test_a_legacy_stump_predicts_its_leaves(tmp_path: Path) -> None:
     np.testing.assert_array_equal(_load(tmp_path, legacy_stump()), np.float32([-0.5, 1.5, -0.5]))
+
+
+def test_a_legacy_dart_stump_predicts_its_leaves(tmp_path: Path) -> None:
+    data = legacy_stump(drops=1)
+    np.testing.assert_array_equal(_load(tmp_path, data), np.float32([-0.5, 1.5, -0.5]))
 
 
 def test_a_pre_1_0_base_score_is_a_margin(tmp_path: Path) -> None:
@@ -90,8 +100,9 @@ def test_attributes_survive_and_internal_ones_go(tmp_path: Path) -> None:
         (legacy_stump(attributes={b"k": b"v"})[:-3], "attributes"),
         (legacy_stump()[:100], "LearnerModelParam"),
         (legacy_stump()[:-4], "tree_info"),
+        (legacy_stump(drops=3), "dart weight_drop"),
     ],
-    ids=["trees", "nodes", "attribute", "learner", "tree_info"],
+    ids=["trees", "nodes", "attribute", "learner", "tree_info", "weight_drop"],
 )
 def test_hostile_or_truncated_files_are_refused_naming_field_and_byte(
     tmp_path: Path, data: bytes, field: str

@@ -151,8 +151,14 @@ def _read_booster(cursor: Cursor, model: LegacyModel) -> None:
         model.trees = read_trees(cursor, outputs)
         if model.booster == "dart" and model.trees.nodes:
             model.weight_drop = cursor.vector(F32, "dart weight_drop")
+            if model.weight_drop.size != len(model.trees.nodes):
+                raise cursor.fail(
+                    "dart weight_drop",
+                    f"{model.weight_drop.size} weights for {len(model.trees.nodes)} trees",
+                )
     elif model.booster == "gblinear":
-        model.linear_weights, model.linear_groups = _read_linear(cursor, outputs)
+        features = int(model.param["num_feature"])
+        model.linear_weights, model.linear_groups = _read_linear(cursor, outputs, features)
     else:
         raise cursor.fail("booster name", f"unknown booster {model.booster!r}")
 
@@ -192,12 +198,15 @@ def _read_tree(cursor: Cursor, index: int) -> tuple[np.ndarray, np.ndarray, np.n
     return param, nodes, cursor.array(STAT, num_nodes, f"tree {index} node stats")
 
 
-def _read_linear(cursor: Cursor, outputs: int) -> tuple[np.ndarray, int]:
+def _read_linear(cursor: Cursor, outputs: int, features: int) -> tuple[np.ndarray, int]:
+    """The weights, (features + 1) x groups of them (the learner's feature count: from 1.0
+    the booster's own is 0)."""
     param = cursor.array(LINEAR_PARAM, 1, "GBLinearModelParam")[0]
     groups = int(param["num_output_group"]) or outputs
     if not 1 <= groups <= MAX_GROUPS:
         raise cursor.fail("GBLinearModelParam.num_output_group", f"{groups} is out of range")
     weights = cursor.vector(F32, "gblinear weights")
-    if weights.size % groups:
-        raise cursor.fail("gblinear weights", f"{weights.size} weights for {groups} groups")
+    expected = (max(features, int(param["num_feature"])) + 1) * groups
+    if weights.size != expected:
+        raise cursor.fail("gblinear weights", f"{weights.size} weights, expected {expected}")
     return weights, groups

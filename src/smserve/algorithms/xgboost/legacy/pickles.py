@@ -122,7 +122,8 @@ def describe_binary(model: Any) -> str:
     major, minor = model.version
     era = f"XGBoost {major}.{minor}" if major else "XGBoost before 1.0 (0.90 or older)"
     header = "with binf header" if model.has_binf else "no binf header"
-    return f"legacy binary ({header}), written by {era}"
+    trees = "" if model.trees is None else f", {len(model.trees.nodes)} trees in the file"
+    return f"legacy binary ({header}), written by {era}{trees}"
 
 
 def _config_offset(path: Path, handle: bytes, extras: Extras) -> Document:
