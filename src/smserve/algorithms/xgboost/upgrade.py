@@ -105,7 +105,13 @@ def probe_rows(features: int) -> np.ndarray:
 
 
 def _predict(member: Member, rows: np.ndarray, kind: str) -> np.ndarray:
-    booster = member.booster
-    return np.asarray(
-        booster.inplace_predict(rows, iteration_range=member.iteration_range, predict_type=kind)
-    )
+    """XGBoost's DMatrix prediction, which every booster has (gblinear has no inplace one)."""
+    data = xgb.DMatrix(rows, missing=np.nan)
+    try:
+        predicted = member.booster.predict(
+            data, iteration_range=member.iteration_range, output_margin=kind == "margin"
+        )
+    except xgb.core.XGBoostError as exc:
+        first = (str(exc).strip().splitlines() or ["failed"])[0]
+        raise ModelLoadError(f"{member.path}: XGBoost cannot predict with it: {first}") from None
+    return np.asarray(predicted)

@@ -21,6 +21,7 @@ import xgboost as xgb
 
 from smserve.algorithms.xgboost.algorithm import XGBoost
 from smserve.algorithms.xgboost.model import load_member
+from smserve.algorithms.xgboost.upgrade import upgrade
 from smserve.config import Settings
 from smserve.types import Batch
 
@@ -121,3 +122,23 @@ def test_k_fold_files_are_served_as_the_built_in_ensemble(version: str, tmp_path
     each = [np.load(folder / f"{name}.value.npy") for name in names]
     expected = np.mean(each, axis=0, dtype=np.float32)
     np.testing.assert_array_equal(served.outputs["score"], expected)
+
+
+UPGRADED = [a for a in ARTIFACTS if a[1]["name"] in ("gbtree-4", "dart-0", "gblinear-2")]
+
+
+@pytest.mark.parametrize("artifact", UPGRADED, ids=[_id(a) for a in UPGRADED])
+def test_an_upgraded_artifact_keeps_the_release_margin(
+    artifact: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """``smserve model upgrade`` writes UBJSON that predicts what the writing release did."""
+    folder, entry = artifact
+    upgraded = tmp_path / "upgraded"
+    upgrade(folder / entry["file"], upgraded, allow_pickle=False)
+    member = load_member(upgraded, allow_pickle=False)
+    rows = xgb.DMatrix(np.load(folder / "rows.npy"), missing=np.nan)
+    margin = member.booster.predict(
+        rows, iteration_range=member.iteration_range, output_margin=True
+    )
+    expected = np.load(folder / f"{entry['name']}.margin.npy")
+    np.testing.assert_array_equal(margin, expected.reshape(margin.shape))
