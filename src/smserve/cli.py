@@ -1,4 +1,4 @@
-"""The command line: ``smserve serve|train|score``, and the ``serve``/``train`` executables
+"""The command line: ``smserve serve|train|score|model``, and the ``serve``/``train`` executables
 SageMaker runs (``docker run IMAGE serve``; ``docker run IMAGE score ...`` scores offline). It
 reads the environment once into Settings, applies flag overrides and passes them down; it is the
 only module that prints.
@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from smserve import __version__
 from smserve.algorithms import catalog
@@ -87,7 +88,23 @@ def _parser() -> argparse.ArgumentParser:
     score = commands.add_parser("score", help="score files offline, as Batch Transform does")
     score_command.add_arguments(score)
     score.set_defaults(run=_score)
+    _add_model_command(commands)
     return parser
+
+
+def _add_model_command(commands: Any) -> None:
+    model = commands.add_parser("model", help="inspect an XGBoost model file, or upgrade it")
+    actions = model.add_subparsers(dest="action", metavar="ACTION", required=True)
+    inspect = actions.add_parser("inspect", help="print its format, era, booster, objective, ...")
+    inspect.add_argument("path", type=Path)
+    upgrade = actions.add_parser("upgrade", help="write it as UBJSON, checked to predict the same")
+    upgrade.add_argument("path", type=Path)
+    upgrade.add_argument("out", type=Path)
+    for parser in (inspect, upgrade):
+        parser.add_argument(
+            "--allow-pickle", action="store_true", help="as SMSERVE_ALLOW_PICKLE=true"
+        )
+        parser.set_defaults(run=_model)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -157,6 +174,23 @@ def _score(args: argparse.Namespace) -> int:
         return score_command.run(args, os.environ, settings.cpu_count, sys.stderr)
     except (StartupError, ClientError) as exc:
         return _fail(str(exc))
+
+
+def _model(args: argparse.Namespace) -> int:
+    # Imported here: the other commands never need it.
+    from smserve.algorithms.xgboost import upgrade
+
+    try:
+        if args.action == "inspect":
+            report = upgrade.inspect(args.path, args.allow_pickle)[0]
+        else:
+            report = upgrade.upgrade(args.path, args.out, args.allow_pickle)
+    except StartupError as exc:
+        return _fail(str(exc))
+    print("\n".join(report.lines()))
+    if args.action == "upgrade":
+        print(f"written:        {args.out} (UBJSON; predicts the same on probe rows)")
+    return 0
 
 
 def _train(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 """Finding model files in a model directory, opening a directory that holds a model archive,
-and the checks every model file gets before a loader parses it (readable, not empty, the pickle
-opt-in). Knows nothing about what the files contain beyond the pickle header. Every file is
+and the checks every model file gets before a loader parses it (readable, not empty); reading
+pickles with only the globals a loader admits, the full unpickler only with the opt-in. Knows
+nothing about what the files contain beyond the pickle header. Every file is
 listed, sized and opened through ``confinement``.
 
 Rules (docs/algorithms.md): the candidates are the regular files directly in the directory
@@ -21,19 +22,19 @@ sub-directories (``code/``) are ignored.
 
 from __future__ import annotations
 
+import io
 import logging
 import pickle
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from smserve.algorithms.confinement import (
     confined,
     file_size,
     is_directory,
-    open_file,
     read_bytes,
     regular_files,
 )
@@ -45,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
 PICKLE_PROTO = 0x80  # first byte of every pickle of protocol 2 or later
+Substitutes = Mapping[tuple[str, str], Any]
 
 
 def candidate_files(model_dir: Path) -> list[Path]:
@@ -188,26 +190,62 @@ _EMPTY = (
 )
 
 
-def is_pickle(path: Path) -> bool:
-    """Whether ``path`` starts like a pickle (protocol 2 or later)."""
-    with open_file(path) as stream:
-        return stream.read(1) == bytes([PICKLE_PROTO])
+def starts_like_pickle(data: bytes) -> bool:
+    """Whether ``data`` starts with a pickle's PROTO opcode and a protocol from 2 to 5."""
+    return len(data) >= 2 and data[0] == PICKLE_PROTO and 2 <= data[1] <= 5
 
 
-def unpickle(path: Path, allow_pickle: bool) -> Any:
-    """Unpickle the model file ``path`` when ``allow_pickle``; raise ModelLoadError otherwise.
+class PickleRefused(Exception):
+    """The restricted unpickler met a global it does not admit."""
 
-    Unpickling runs arbitrary code from the file, hence the explicit opt-in.
-    """
-    if not allow_pickle:
-        raise ModelLoadError(
-            f"{path} is a pickle file; unpickling can run arbitrary code, so it is refused. "
-            "Save the model with Booster.save_model, or set SMSERVE_ALLOW_PICKLE=true if you "
-            "trust this file"
-        )
-    logger.warning("unpickling %s (SMSERVE_ALLOW_PICKLE=true)", path)
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+class _Unpickler(pickle.Unpickler):
+    """Resolves the globals in ``substitutes`` to what stands in for them; any other global
+    is refused (``admit_all`` False) or resolved as pickle does (True: runs the file's code)."""
+
+    def __init__(self, stream: IO[bytes], substitutes: Substitutes, admit_all: bool) -> None:
+        super().__init__(stream)
+        self.substitutes = substitutes
+        self.admit_all = admit_all
+
+    def find_class(self, module: str, name: str) -> Any:
+        found = self.substitutes.get((module, name))
+        if found is not None:
+            return found
+        if self.admit_all:
+            return super().find_class(module, name)
+        raise PickleRefused(f"{module}.{name}")
+
+
+def unpickle(path: Path, data: bytes, allow_pickle: bool, substitutes: Substitutes) -> Any:
+    """Unpickle ``data`` (the model file ``path``) with only the globals of ``substitutes``,
+    (module, name) -> what stands in for it, none of which may run anything: reading such a
+    pickle runs no code from the file. A pickle that needs another global is refused naming it,
+    unless ``allow_pickle``: then the full unpickler reads it (running the file's code), with
+    the substitutes still standing in."""
     try:
-        with open_file(path) as stream:
-            return pickle.load(stream)  # noqa: S301 - explicit opt-in above
+        return _unpickled(path, data, substitutes, admit_all=False)
+    except PickleRefused as refused:
+        if not allow_pickle:
+            raise ModelLoadError(
+                f"{path} is a pickle that needs {refused.name}, which the safe reader refuses "
+                "(only an XGBoost Booster is read without running code from the file). "
+                "Unpickling anything else can run arbitrary code: save the model with "
+                "Booster.save_model, or set SMSERVE_ALLOW_PICKLE=true if you trust this file"
+            ) from None
+    logger.warning("unpickling %s with the full unpickler (SMSERVE_ALLOW_PICKLE=true)", path)
+    return _unpickled(path, data, substitutes, admit_all=True)
+
+
+def _unpickled(path: Path, data: bytes, substitutes: Substitutes, admit_all: bool) -> Any:
+    try:
+        return _Unpickler(io.BytesIO(data), substitutes, admit_all).load()
+    except PickleRefused:
+        raise
     except Exception as exc:  # unpickling can raise anything
-        raise ModelLoadError(f"{path}: cannot unpickle: {exc}") from exc
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ModelLoadError(f"{path}: cannot unpickle: {detail}") from exc

@@ -179,3 +179,26 @@ class _Decoder(_Scanner):
 
     def text(self, size: int) -> str:
         return bytes(self.data[self.take(size) : self.offset]).decode()
+
+
+def member_bytes(data: bytes, key: str) -> bytes | None:
+    """The bytes of member ``key`` of the top-level object (a UBJSON document of its own),
+    found without decoding the others; None when the object has no such member."""
+    scanner = _Scanner(data)
+    if scanner.marker() != ord("{"):
+        raise UbjsonError("the document is not an object")
+    kind, count = scanner.header()
+    if kind is not None:
+        raise UbjsonError("the document is a typed object")
+    wanted, seen = key.encode(), 0
+    while count is None or seen < count:
+        marker = scanner.marker()
+        if count is None and marker == ord("}"):
+            return None
+        name = bytes(data[scanner.take(scanner.length(marker)) : scanner.offset])
+        start = scanner.offset
+        scanner.value(scanner.marker(), 1)
+        if name == wanted:
+            return bytes(data[start : scanner.offset])
+        seen += 1
+    return None

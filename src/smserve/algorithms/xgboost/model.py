@@ -14,11 +14,12 @@ from pathlib import Path
 import xgboost as xgb
 
 from smserve.algorithms.confinement import file_size
-from smserve.algorithms.model_files import is_pickle, read_model_file, unpickle
+from smserve.algorithms.model_files import read_model_file
 from smserve.algorithms.ubjson import Truncated, UbjsonError, check_complete
 from smserve.algorithms.xgboost.approximate import LazyApproximation, spares_by_one_thread
 from smserve.algorithms.xgboost.direct import DirectPredictor, same_predictions
 from smserve.algorithms.xgboost.fast import FastSlot
+from smserve.algorithms.xgboost.legacy import model_document
 from smserve.algorithms.xgboost.validation import validate
 from smserve.errors import ModelLoadError
 
@@ -87,24 +88,16 @@ class Member:
 
 
 def load_member(path: Path, allow_pickle: bool) -> Member:
-    """Load one model file (Booster.save_model JSON or UBJSON, or an opted-in pickle)."""
-    booster = _unpickled_booster(path, allow_pickle) if _is_pickle(path) else _native(path)
+    """Load one model file: Booster.save_model JSON, UBJSON or legacy binary (0.90-2.0), or a
+    pickled Booster of any generation (see ``xgboost.legacy``)."""
+    document = model_document(path, read_model_file(path), allow_pickle)
+    booster = _booster_from_document(path, document.data)
     return Member(path, booster, iteration_range(booster))
 
 
-def _is_pickle(path: Path) -> bool:
-    try:
-        return is_pickle(path)
-    except OSError as exc:
-        raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-
-
-def _native(path: Path) -> xgb.Booster:
-    return _booster_from_document(path, read_model_file(path))
-
-
 def _booster_from_document(path: Path, data: bytes) -> xgb.Booster:
-    """The booster of one model document (JSON or UBJSON bytes), checked before XGBoost
+    """The booster of a JSON or UBJSON model document (``data``, from the file ``path``): every
+    model file, whatever its format, reaches XGBoost through here, checked before XGBoost
     parses it: complete (``_check_complete``), then valid (``validation``)."""
     _check_complete(path, data)
     validate(path, data)
@@ -115,9 +108,9 @@ def _booster_from_document(path: Path, data: bytes) -> xgb.Booster:
         booster.load_model(bytearray(data))
     except (xgb.core.XGBoostError, ValueError) as exc:  # ValueError: undecodable messages
         raise ModelLoadError(
-            f"{path} is not an XGBoost model (JSON or UBJSON from Booster.save_model). "
-            "Every file in the model directory is loaded as a model: remove this one. "
-            f"XGBoost said: {_first_line(exc)}"
+            f"{path} is not an XGBoost model (JSON, UBJSON or legacy binary from "
+            "Booster.save_model, or a pickled Booster). Every file in the model directory is "
+            f"loaded as a model: remove this one. XGBoost said: {_first_line(exc)}"
         ) from exc
     return booster
 
@@ -142,15 +135,6 @@ def _truncated(path: Path, size: int, detail: str) -> str:
         f"{path} is truncated ({size} bytes; {detail}): the model file was cut short while "
         "being saved or copied; save or copy it again"
     )
-
-
-def _unpickled_booster(path: Path, allow_pickle: bool) -> xgb.Booster:
-    loaded = unpickle(path, allow_pickle)
-    if isinstance(loaded, xgb.Booster):
-        return loaded
-    if isinstance(loaded, xgb.XGBModel):
-        return loaded.get_booster()
-    raise ModelLoadError(f"{path}: the pickle holds a {type(loaded).__name__}, not a Booster")
 
 
 def _first_line(exc: BaseException) -> str:

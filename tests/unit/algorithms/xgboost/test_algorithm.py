@@ -192,11 +192,25 @@ def test_best_iteration_is_honoured(
 # Model files
 
 
-def test_pickle_is_refused_without_opt_in(
-    tmp_path: Path, train: Trainer, load_xgboost: Loader
+def test_pickled_booster_loads_without_opt_in(
+    tmp_path: Path, train: Trainer, load_xgboost: Loader, model_features: np.ndarray
 ) -> None:
-    (tmp_path / "xgboost-model").write_bytes(pickle.dumps(train("reg:squarederror")))
-    with pytest.raises(ModelLoadError, match="xgboost-model is a pickle.*SMSERVE_ALLOW_PICKLE"):
+    booster = train("reg:squarederror")  # only Booster globals: read without running code
+    (tmp_path / "xgboost-model").write_bytes(pickle.dumps(booster))
+    score = load_xgboost(tmp_path).predict(dense(model_features))
+    np.testing.assert_array_equal(score.outputs["score"], reference(booster, model_features))
+
+
+def test_pickle_needing_other_globals_is_refused_without_opt_in(
+    tmp_path: Path, model_features: np.ndarray, load_xgboost: Loader
+) -> None:
+    model = xgb.XGBRegressor(n_estimators=2, max_depth=2, n_jobs=1)
+    model.fit(model_features, model_features[:, 0])
+    (tmp_path / "xgboost-model").write_bytes(pickle.dumps(model))
+    with pytest.raises(
+        ModelLoadError,
+        match="xgboost-model is a pickle that needs xgboost.sklearn.XGBRegressor.*ALLOW_PICKLE",
+    ):
         load_xgboost(tmp_path)
 
 
