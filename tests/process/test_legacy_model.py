@@ -29,6 +29,7 @@ def test_serve_answers_with_a_legacy_binary_model(tmp_path: Path) -> None:
         connection.request("POST", "/invocations", ROWS, {"Content-Type": "text/csv"})
         response = connection.getresponse()
         body = response.read().decode()
+        connection.close()
     assert response.status == 200, body
     np.testing.assert_array_equal(np.float32(body.split()), EXPECTED)
 

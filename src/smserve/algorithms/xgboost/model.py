@@ -105,7 +105,7 @@ def _booster_from_document(path: Path, data: bytes) -> xgb.Booster:
     try:
         # Given bytes, XGBoost tells JSON from UBJSON by content; given a path it goes by the
         # extension and warns for extension-less names such as xgboost-model.
-        booster.load_model(bytearray(data))
+        _load_logging_warnings(booster, path, data)
     except (xgb.core.XGBoostError, ValueError) as exc:  # ValueError: undecodable messages
         raise ModelLoadError(
             f"{path} is not an XGBoost model (JSON, UBJSON or legacy binary from "
@@ -113,6 +113,17 @@ def _booster_from_document(path: Path, data: bytes) -> xgb.Booster:
             f"loaded as a model: remove this one. XGBoost said: {_first_line(exc)}"
         ) from exc
     return booster
+
+
+def _load_logging_warnings(booster: xgb.Booster, path: Path, data: bytes) -> None:
+    """``load_model``, with what XGBoost warns while loading (for one: "Found JSON model saved
+    before XGBoost 1.6", a 1.3-1.5 pickle's document) logged once, naming the file."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        booster.load_model(bytearray(data))
+    for warning in caught:
+        text = str(warning.message).strip().splitlines() or [""]
+        logger.warning("%s: XGBoost warned on loading: %s", path.name, _LOG_PREFIX.sub("", text[0]))
 
 
 def _check_complete(path: Path, data: bytes) -> None:
