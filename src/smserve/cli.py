@@ -59,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
         "--demo",
         nargs="?",
         const=catalog.DEFAULT.name,
-        choices=catalog.NAMES,
+        choices=catalog.with_demo(),
         help=f"serve a demo model trained on first start (default kind: {catalog.DEFAULT.name})",
     )
     serve.add_argument(
