@@ -73,12 +73,16 @@ def demo_of(name: str) -> DemoSpec:
 def detected(files: Sequence[ModelFile]) -> AlgorithmSpec:
     """The first algorithm in the table that claims ``files``; ModelLoadError saying what they
     look like when none does."""
-    claiming = next((spec for spec in ALGORITHMS if spec.detects(files)), None)
+    claiming = _claiming(files)
     if claiming is None:
         from smserve.algorithms.lookalikes import unclaimed
 
         raise ModelLoadError(unclaimed(files, served()))
     return claiming
+
+
+def _claiming(files: Sequence[ModelFile]) -> AlgorithmSpec | None:
+    return next((spec for spec in ALGORITHMS if spec.detects(files)), None)
 
 
 def chosen(name: str | None, files: Sequence[ModelFile]) -> AlgorithmSpec:
@@ -100,9 +104,12 @@ def expected_files() -> str:
 
 def estimate(settings: Settings, model_dir: Path) -> Footprint:
     """The footprint of the model in ``model_dir`` (read through ``confinement``), by the
-    algorithm its files show; raises ModelLoadError when its files cannot be listed or read."""
+    algorithm its files show (files none claims cost the fixed part alone: their load refuses
+    them, saying what they look like); raises ModelLoadError when its files cannot be listed
+    or read."""
     from smserve.algorithms.footprint import PER_MODEL
     from smserve.algorithms.heads import model_files
 
     files = model_files(model_dir)
-    return PER_MODEL + chosen(settings.algorithm, files).footprint(files, settings)
+    spec = _claiming(files) if settings.algorithm is None else spec_for(settings.algorithm)
+    return PER_MODEL if spec is None else PER_MODEL + spec.footprint(files, settings)

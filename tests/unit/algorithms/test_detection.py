@@ -16,8 +16,11 @@ import pytest
 
 from smserve import demo
 from smserve.algorithms import catalog
+from smserve.algorithms.footprint import PER_MODEL
+from smserve.algorithms.heads import model_files
 from smserve.algorithms.kmeans import KMEANS
 from smserve.algorithms.loading import load_algorithm
+from smserve.algorithms.lookalikes import looks_like
 from smserve.algorithms.ndarray import write_ndarray_dict, write_ndarray_file
 from smserve.algorithms.ndarray_head import MAX_ARRAYS, read_list_head
 from smserve.algorithms.xgboost import XGBOOST
@@ -63,9 +66,12 @@ def test_a_pca_model_in_an_archive_is_refused_too(tmp_path: Path) -> None:
         tar.add(tmp_path / "files" / "model_algo-1", "model_algo-1")
     with pytest.raises(ModelLoadError, match=r"is a SageMaker PCA model \(arrays s, v, mean\)"):
         load(tmp_path / "model")
-    # the budget's estimate reads only the first bytes of the archive's files: the count
-    with pytest.raises(ModelLoadError, match="model_algo-1 is an MXNet NDArray file holding 3"):
-        catalog.estimate(Settings(), tmp_path / "model")
+    # the budget's estimate leaves the refusal to the load: it costs the fixed part alone
+    assert catalog.estimate(Settings(), tmp_path / "model") == PER_MODEL
+    # a file inside an archive, known by its first bytes alone, is described by its count
+    (member,) = model_files(tmp_path / "model")
+    assert member.path is None
+    assert looks_like(member) == "an MXNet NDArray file holding 3 arrays (float32 (8,), ...)"
 
 
 def test_forced_kmeans_names_what_the_model_algo_1_is(tmp_path: Path) -> None:
