@@ -15,6 +15,7 @@ from flask.testing import FlaskClient
 
 import smserve
 from smserve import door_table
+from smserve.cli import main
 from smserve.config import Settings
 from smserve.doors import (
     DoorReply,
@@ -171,3 +172,13 @@ def test_a_new_door_reserves_its_own_paths(teapot_table: None) -> None:
     with pytest.raises(ConfigError, match=r"already answers \(/teapot\)"):
         door_table.check_settings(Settings(metrics_path="/teapot/metrics"))
     door_table.check_settings(Settings(metrics_path="/ops/metrics"))
+
+
+def test_serve_refuses_a_metrics_path_a_door_answers(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SMSERVE_METRICS_PATH", "/v2/metrics")
+    assert main(["serve"]) == 2
+    assert "SMSERVE_METRICS_PATH='/v2/metrics' is a path the server already answers (/v2)" in (
+        capsys.readouterr().err
+    )
