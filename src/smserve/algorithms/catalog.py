@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from smserve.config import Settings
 
 ALGORITHMS: tuple[AlgorithmSpec, ...] = (KMEANS, XGBOOST)
-NAMES = tuple(spec.name for spec in ALGORITHMS)
+NAMES = tuple(spec.name for spec in ALGORITHMS)  # the shipped table's; names() is the current
 # What ``smserve train`` and ``smserve serve --demo`` use when no algorithm is named.
 DEFAULT = XGBOOST
 
@@ -38,7 +38,12 @@ def spec_for(name: str) -> AlgorithmSpec:
     for spec in ALGORITHMS:
         if spec.name == name.lower():
             return spec
-    raise ConfigError(f"unknown algorithm {name!r}: use one of {', '.join(NAMES)}")
+    raise ConfigError(f"unknown algorithm {name!r}: use one of {', '.join(names())}")
+
+
+def names() -> tuple[str, ...]:
+    """The names of the algorithms of the table, in its order."""
+    return tuple(spec.name for spec in ALGORITHMS)
 
 
 def trainable() -> tuple[str, ...]:

@@ -27,7 +27,7 @@ from typing import Any
 
 from google.protobuf import text_format
 
-from smserve.algorithms.catalog import NAMES
+from smserve.algorithms import catalog
 from smserve.config import Settings
 from smserve.errors import ConfigError
 from smserve.repository import schema
@@ -141,10 +141,10 @@ def _model(config: Message, source: str) -> ModelConfig:
 
 
 def _platform(value: str, name: str, source: str) -> str | None:
-    if value and value not in NAMES:
+    if value and value not in catalog.names():
         raise ConfigError(
             f"{source}: model {name}: model_platform {value!r} is not supported; use one of "
-            f"{', '.join(NAMES)}, or leave it out to detect the kind from the files"
+            f"{', '.join(catalog.names())}, or leave it out to detect the kind from the files"
         )
     return value or None
 

@@ -178,3 +178,12 @@ def test_an_algorithm_without_trainer_or_demo_is_left_out_of_train_and_demo(
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(SystemExit):
         _parser().parse_args(["serve", "--demo", "pca"])
+
+
+@pytest.mark.usefixtures("with_pca")
+def test_a_tf_serving_model_config_may_name_the_third_algorithm() -> None:
+    from smserve.repository.config import parse_model_server_config
+
+    text = 'model_config_list { config { name: "p" base_path: "/p" model_platform: "pca" } }'
+    assert parse_model_server_config(text)[0].platform == "pca"
+    assert catalog.spec_for("PCA") is PCA
