@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
         "--demo",
         nargs="?",
         const=catalog.DEFAULT.name,
-        choices=catalog.NAMES,
+        choices=catalog.with_demo(),
         help=f"serve a demo model trained on first start (default kind: {catalog.DEFAULT.name})",
     )
     serve.add_argument(
@@ -136,8 +136,10 @@ def _start(settings: Settings, demo_kind: str | None) -> int:
     # Imported here, after the thread caps are in the environment: both load numpy. The demo
     # module only for --demo: it imports scikit-learn (0.9 s, and pandas), which every worker
     # would inherit.
+    from smserve import door_table
     from smserve.http import server
 
+    door_table.check_settings(settings)  # a setting that takes a door's path
     if demo_kind is not None:
         from smserve import demo
 

@@ -18,14 +18,16 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from smserve.algorithms.catalog import spec_for
+from smserve.algorithms.catalog import demo_of, spec_for
 from smserve.config import Settings
 
 logger = logging.getLogger(__name__)
 
 
 def model_dir(kind: str, settings: Settings) -> Path:
-    """Where the ``kind`` demo model is cached; ConfigError for an unknown ``kind``."""
+    """Where the ``kind`` demo model is cached; ConfigError for an unknown ``kind`` or one
+    without a demo."""
+    demo_of(kind)
     cache = settings.cache_dir or Path.home() / ".cache" / "smserve"
     return cache / f"demo-{spec_for(kind).name}"
 
@@ -43,7 +45,7 @@ def prepare(kind: str, settings: Settings) -> None:
 
 def sample_request(kind: str, port: int) -> str:
     """A curl command that sends the demo's first row as CSV."""
-    row = ",".join(f"{value:g}" for value in spec_for(kind).demo.rows()[0])
+    row = ",".join(f"{value:g}" for value in demo_of(kind).rows()[0])
     return (
         f"curl -s -X POST http://localhost:{port}/invocations "
         f"-H 'Content-Type: text/csv' -H 'Accept: application/json' --data '{row}'"
@@ -54,7 +56,7 @@ def _build(kind: str, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        spec_for(kind).demo.train(staging)
+        demo_of(kind).train(staging)
         staging.rename(target)
     except OSError:
         # Another start renamed its copy into place first; theirs is as good as ours.

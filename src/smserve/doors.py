@@ -183,7 +183,9 @@ class DoorSpec:
     * ``status_names``: the names its protocol gives HTTP statuses, where the metrics count
       every door's requests in its names too;
     * ``model_header``, ``request_id_header``: the request headers naming the model and the
-      caller's request id, for the access log."""
+      caller's request id, for the access log;
+    * ``reserved_paths``: the path prefixes it answers, which no setting (the metrics page)
+      may take."""
 
     name: str
     envelope: Envelope | None = None
@@ -195,3 +197,4 @@ class DoorSpec:
     status_names: Callable[[int], str] | None = None
     model_header: str | None = None
     request_id_header: str | None = None
+    reserved_paths: tuple[str, ...] = ()

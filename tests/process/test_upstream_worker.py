@@ -114,3 +114,34 @@ def test_a_peer_gone_mid_body_costs_nothing(server: Server) -> None:
     with connect(server) as sock:
         sock.sendall(invocation(ROW * 100)[:-50])
     assert through_nginx(server, ROW) == (200, through_nginx(server, ROW)[1])
+
+
+@pytest.mark.parametrize(("method", "path"), [("M-SEARCH", "/invocations"), ("MY_METHOD", "/ping")])
+def test_a_method_no_route_takes_is_a_405_with_allow_through_nginx(
+    server: Server, method: str, path: str
+) -> None:
+    # gunicorn takes any token method (no lower case, 3-20 characters), and so does this worker
+    before = server.output().count("malformed")
+    connection = server.connection()
+    try:
+        connection.request(method, path, headers={"Host": "localhost"})
+        answer = connection.getresponse()
+        body = answer.read()
+        connection.request("GET", "/ping")  # the same connection to nginx goes on
+        again = connection.getresponse()
+        again.read()
+    finally:
+        connection.close()
+    assert answer.status == 405, body
+    assert answer.getheader("Allow"), answer.getheaders()
+    assert set(json.loads(body)) == {"error", "message"}
+    assert again.status == 200
+    time.sleep(0.5)  # a warning would be logged by now
+    assert server.output().count("malformed") == before
+
+
+def test_a_method_gunicorn_refuses_is_still_a_400(server: Server) -> None:
+    with connect(server) as sock:
+        sock.sendall(b"get /ping HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = read_until_closed(sock).partition(b"\r\n\r\n")[0]
+    assert head.startswith(b"HTTP/1.1 400 Bad Request\r\n")

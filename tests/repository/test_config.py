@@ -124,3 +124,45 @@ def test_model_sources_in_order_of_precedence(tmp_path: Path) -> None:
 def test_an_unreadable_config_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="SMSERVE_MODEL_CONFIG_FILE"):
         model_configs(Settings(model_config_file=tmp_path / "missing"))
+
+
+def test_the_list_syntax_is_read() -> None:
+    text = """model_config_list {
+      config: [
+        { name: "a" base_path: "/a" model_version_policy { specific { versions: [3, 1] } } },
+        { name: "b" base_path: "/b" }
+      ]
+    }"""
+    first, second = parse_model_server_config(text)
+    assert first.policy == VersionPolicy("specific", versions=frozenset({1, 3}))
+    assert second == ModelConfig("b", Path("/b"))
+
+
+@pytest.mark.parametrize(
+    ("text", "located"),
+    [
+        (
+            'model_config_list {\n  config {\n    name: "m"\n    bogus: 1\n  }\n}',
+            "models.config:4:5: unsupported field(s) bogus; supported here: base_path, ",
+        ),
+        (
+            'model_config_list { config {\n name: "m" model_version_policy '
+            '{ latest { num_versions: "two" } } } }',
+            'models.config:2:58: Couldn\'t parse integer: "two"',
+        ),
+        (
+            "model_config_list {\n config { name: @ } }",
+            "models.config:2:17: unexpected character '@'",
+        ),
+        (
+            'model_config_list { config { name: "m"\n'
+            " model_version_policy { all {} latest {} } } }",
+            'models.config:2:32: Field "latest" is specified along with field "all"',
+        ),
+    ],
+    ids=["unknown field", "typed field", "character", "two policies"],
+)
+def test_an_error_names_its_line_and_column(text: str, located: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_model_server_config(text, "models.config")
+    assert str(caught.value).startswith(located)

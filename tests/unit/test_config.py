@@ -149,9 +149,7 @@ def test_payload_in_mb_wins_over_max_content_length() -> None:
         ("SMSERVE_METRICS_PATH", "/a//b"),
         ("SMSERVE_METRICS_PATH", "/a/../b"),
         ("SMSERVE_METRICS_PATH", "/metrics;"),
-        ("SMSERVE_METRICS_PATH", "/ping"),
-        ("SMSERVE_METRICS_PATH", "/v2/metrics"),
-        ("SMSERVE_METRICS_PATH", "/monitoring/prometheus/metrics"),
+        ("SMSERVE_METRICS_PATH", "/_smserve/probe"),  # the doors' paths: tests/unit/test_door_table
         ("SMSERVE_METRICS_PATH", "/"),
         ("SMSERVE_RESPONSE_BUFFER_KB", "100"),
     ],

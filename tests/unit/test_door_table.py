@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from flask.testing import FlaskClient
 
 import smserve
 from smserve import door_table
+from smserve.cli import main
 from smserve.config import Settings
 from smserve.doors import (
     DoorReply,
@@ -26,7 +28,7 @@ from smserve.doors import (
     Route,
     Setup,
 )
-from smserve.errors import InvalidInput
+from smserve.errors import ConfigError, InvalidInput
 from smserve.frontend.nginx import ProxyLayout, render
 from smserve.http import fastpath
 from smserve.http.app import create_app
@@ -35,7 +37,18 @@ from smserve.openapi import Fragment
 from tests.fakes import EchoAlgorithm, fake_service
 
 SOURCE = Path(smserve.__file__).parent
-DOOR_PACKAGES = ("sagemaker", "tfserving", "v2", "v2grpc")
+
+
+def door_packages() -> tuple[str, ...]:
+    """The packages whose ``door`` module holds a DoorSpec of the table (none named here)."""
+    held = {
+        name.rpartition(".")[0]
+        for name, module in list(sys.modules.items())
+        if name.startswith("smserve.") and getattr(module, "DOOR", None) in door_table.DOORS
+    }
+    return tuple(sorted(held))
+
+
 ENVELOPE = Envelope("teapot", ("fault",))
 
 
@@ -53,15 +66,17 @@ def _imported(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("layer", ["http", "frontend"])
 def test_no_module_of_the_server_layers_imports_a_door(layer: str) -> None:
-    doors = tuple(f"smserve.{name}" for name in DOOR_PACKAGES)
-    for path in sorted((SOURCE / layer).glob("*.py")):
+    doors = door_packages()
+    assert len(doors) == len(door_table.DOORS)
+    for path in sorted((SOURCE / layer).rglob("*.py")):  # subpackages too (http/upstream/)
         named = {m for m in _imported(path) if m.startswith(doors) or m in doors}
         assert not named, f"{path.name} imports {sorted(named)}: reach doors by door_table"
 
 
 def test_the_table_names_every_door_once_and_starts_with_an_http_door() -> None:
     names = [door.name for door in door_table.DOORS]
-    assert names == ["sagemaker", "tfserving", "v2", "v2grpc"]
+    assert len(set(names)) == len(names)
+    assert [f"smserve.{name}" for name in sorted(names)] == list(door_packages())
     assert door_table.DEFAULT.envelope is not None
     assert door_table.default_envelope().body("x") == b'{"error": "x", "message": "x"}'
 
@@ -97,6 +112,7 @@ TEAPOT = DoorSpec(
     open=_open,
     nginx_locations=("/teapot",),
     openapi=lambda setup: Fragment({"/brew": {"post": {"operationId": "brew"}}}),
+    reserved_paths=("/brew", "/teapot"),
 )
 
 
@@ -141,3 +157,28 @@ def test_nginx_gives_a_new_door_its_location_and_envelope(
     page = re.search(r"location = /_smserve/error/teapot/404 \{.*?return 404 '(.*?)'; \}", text)
     assert page is not None
     assert json.loads(page.group(1)) == {"fault": "no such route"}
+
+
+@pytest.mark.parametrize(
+    "path", ["/ping", "/v2/metrics", "/monitoring/prometheus/metrics", "/v1/models/m"]
+)
+def test_a_setting_may_not_take_a_doors_path(path: str) -> None:
+    with pytest.raises(ConfigError, match=r"SMSERVE_METRICS_PATH=.* already answers"):
+        door_table.check_settings(Settings.from_env({"SMSERVE_METRICS_PATH": path}))
+
+
+def test_a_new_door_reserves_its_own_paths(teapot_table: None) -> None:
+    assert door_table.reserved_paths()[-2:] == ("/brew", "/teapot")
+    with pytest.raises(ConfigError, match=r"already answers \(/teapot\)"):
+        door_table.check_settings(Settings(metrics_path="/teapot/metrics"))
+    door_table.check_settings(Settings(metrics_path="/ops/metrics"))
+
+
+def test_serve_refuses_a_metrics_path_a_door_answers(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SMSERVE_METRICS_PATH", "/v2/metrics")
+    assert main(["serve"]) == 2
+    assert "SMSERVE_METRICS_PATH='/v2/metrics' is a path the server already answers (/v2)" in (
+        capsys.readouterr().err
+    )

@@ -16,28 +16,23 @@ parsed, by format, plus a fixed part per model, measured with
 * k-means: the centroids as float64 (twice a float32 file), read once whole; a worker's
   first ``.skops`` model also imports scikit-learn.
 
-A file's format is told from its first bytes; files inside a model archive are read as the
-archive streams past (one pass, nothing written). Nothing here imports XGBoost.
+A file's format is told from its first bytes (``smserve.algorithms.heads``, which also reads
+the files inside a model archive as it streams past). Nothing here imports XGBoost.
 """
 
 from __future__ import annotations
 
-import re
 import sys
-import tarfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
 
-from smserve.algorithms.confinement import open_file, regular_files
-from smserve.algorithms.kmeans.centroids import SKOPS_SUFFIX, is_kmeans_artifact
-from smserve.algorithms.model_files import candidate_files, is_archive
+from smserve.algorithms.heads import ModelFile, model_files
+from smserve.algorithms.kmeans.claims import SKOPS_SUFFIX, is_kmeans_file
 from smserve.config import Settings
-from smserve.errors import ModelLoadError
+
+__all__ = ["Footprint", "ModelFile", "kmeans_footprint", "model_files", "xgboost_footprint"]
 
 MIB = 1 << 20
 SINGLE_COPY_MAX_BYTES = 128 * MIB  # a larger booster is never copied (xgboost.model)
-HEAD_BYTES = 16
-_JSON_START = re.compile(rb"\s*\{\s*[\"}]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,17 +68,6 @@ PER_MODEL = Footprint(resident=1 * MIB, peak=2 * MIB)  # the service, its output
 SKOPS_LIBRARIES = Footprint(resident=160 * MIB, peak=160 * MIB)
 
 
-@dataclass(frozen=True, slots=True)
-class ModelFile:
-    name: str
-    size: int
-    head: bytes  # the first HEAD_BYTES bytes
-
-    @property
-    def is_json(self) -> bool:
-        return bool(_JSON_START.match(self.head))
-
-
 def xgboost_footprint(files: list[ModelFile], settings: Settings) -> Footprint:
     threads = max(1, settings.cpu_count // settings.workers)  # xgboost.model.threads_per_worker
     total = Footprint(0, 0)
@@ -95,48 +79,7 @@ def xgboost_footprint(files: list[ModelFile], settings: Settings) -> Footprint:
 
 
 def kmeans_footprint(files: list[ModelFile], settings: Settings) -> Footprint:
-    artifacts = [Path(f.name) for f in files if is_kmeans_artifact(Path(f.name))]
-    cost = KMEANS.of(max((f.size for f in files if Path(f.name) in artifacts), default=0))
-    skops = any(p.suffix.lower() == SKOPS_SUFFIX for p in artifacts)
+    artifacts = [f for f in files if is_kmeans_file(f)]
+    cost = KMEANS.of(max((f.size for f in artifacts), default=0))
+    skops = any(f.name.lower().endswith(SKOPS_SUFFIX) for f in artifacts)
     return cost + SKOPS_LIBRARIES if skops and "sklearn" not in sys.modules else cost
-
-
-def model_files(model_dir: Path) -> list[ModelFile]:
-    """The files a load of ``model_dir`` parses: its candidates, or, for a folder holding one
-    archive alone, the archive's regular members (sorted by name)."""
-    candidates = candidate_files(model_dir)
-    if candidates:
-        return [_described(path) for path in candidates]
-    archives = [p for p in _all_files(model_dir) if is_archive(p)]
-    return _archive_members(archives[0]) if len(archives) == 1 else []
-
-
-def _all_files(model_dir: Path) -> list[Path]:
-    try:
-        return regular_files(model_dir)
-    except OSError as exc:
-        raise ModelLoadError(f"cannot list {model_dir}: {exc}") from exc
-
-
-def _described(path: Path) -> ModelFile:
-    try:
-        with open_file(path) as stream:
-            head = stream.read(HEAD_BYTES)
-            size = stream.seek(0, 2)
-    except OSError as exc:
-        raise ModelLoadError(f"{path}: cannot read: {exc}") from exc
-    return ModelFile(path.name, size, head)
-
-
-def _archive_members(archive: Path) -> list[ModelFile]:
-    files = []
-    try:
-        with open_file(archive) as stream, tarfile.open(fileobj=stream, mode="r:*") as tar:
-            for member in tar:
-                name = PurePosixPath(member.name).name
-                if member.isfile() and not name.startswith(".") and not is_archive(Path(name)):
-                    head = tar.extractfile(member).read(HEAD_BYTES)  # type: ignore[union-attr]
-                    files.append(ModelFile(name, member.size, head))
-    except (tarfile.TarError, OSError) as exc:
-        raise ModelLoadError(f"{archive}: cannot read: {exc}") from exc
-    return sorted(files, key=lambda f: f.name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -137,12 +138,17 @@ def _check_dense(storage: int) -> None:
         raise _FormatError(f"holds a {kind} array; only dense arrays are supported")
 
 
-def _read_names(cursor: _Cursor, count: int) -> None:
+def _read_names(cursor: _Cursor, count: int) -> list[str]:
     names = cursor.scalar("<Q")
     if names not in (0, count):
         raise _FormatError(f"has {names} names for {count} arrays")
-    for _ in range(names):
-        cursor.take(cursor.scalar("<Q"))
+    return [_read_name(cursor) for _ in range(names)]
+
+
+def _read_name(cursor: _Cursor) -> str:
+    size = cursor.scalar("<Q")
+    start = cursor.take(size)
+    return cursor.buffer[start : start + size].decode("utf-8", "replace")
 
 
 def write_ndarray_file(path: Path | str, array: np.ndarray, name: str | None = None) -> None:
@@ -151,16 +157,48 @@ def write_ndarray_file(path: Path | str, array: np.ndarray, name: str | None = N
 
     Raises ValueError for a dtype the format cannot hold or a 0-d array.
     """
-    flag, data = _encode_data(np.asarray(array))
-    parts = [
-        struct.pack("<QQQ", LIST_MAGIC, 0, 1),
-        struct.pack("<Iii", V2_MAGIC, DENSE, data.ndim),
-        struct.pack(f"<{data.ndim}q", *data.shape),
-        struct.pack("<iii", *CPU_CONTEXT, flag),
-        data.tobytes(order="C"),
-        _encode_names(name),
-    ]
-    Path(path).write_bytes(b"".join(parts))
+    Path(path).write_bytes(_encode([array], None if name is None else [name]))
+
+
+def write_ndarray_dict(path: Path | str, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write ``arrays`` as a named V2 dense NDArray file, in their order (``mx.nd.save(path,
+    {...})``, the way SageMaker's PCA writes its ``model_algo-1``)."""
+    Path(path).write_bytes(_encode(list(arrays.values()), list(arrays)))
+
+
+def read_ndarray_dict(path: Path | str) -> dict[str, np.ndarray]:
+    """The named arrays of the NDArray dict file at ``path``; ModelLoadError as
+    ``read_ndarray_file`` when it is not one (an unnamed list included)."""
+    path = Path(path)
+    try:
+        cursor = _Cursor(read_bytes(path))
+        header, _reserved, count = cursor.unpack("<QQQ")
+        if header != LIST_MAGIC:
+            raise _FormatError(f"not an MXNet NDArray file (header 0x{header:x})")
+        arrays = [_read_array(cursor).copy() for _ in range(count)]
+        names = _read_names(cursor, count)
+    except OSError as exc:
+        raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except _Truncated:
+        raise ModelLoadError(f"{path}: MXNet NDArray file is truncated") from None
+    except _FormatError as exc:
+        raise ModelLoadError(f"{path}: {exc}") from None
+    if len(names) != count:
+        raise ModelLoadError(f"{path}: holds unnamed arrays, expected named ones")
+    return dict(zip(names, arrays, strict=True))
+
+
+def _encode(arrays: list[np.ndarray], names: list[str] | None) -> bytes:
+    parts = [struct.pack("<QQQ", LIST_MAGIC, 0, len(arrays))]
+    for array in arrays:
+        flag, data = _encode_data(np.asarray(array))
+        parts += [
+            struct.pack("<Iii", V2_MAGIC, DENSE, data.ndim),
+            struct.pack(f"<{data.ndim}q", *data.shape),
+            struct.pack("<iii", *CPU_CONTEXT, flag),
+            data.tobytes(order="C"),
+        ]
+    return b"".join([*parts, _encode_names(names or [])])
 
 
 def _encode_data(array: np.ndarray) -> tuple[int, np.ndarray]:
@@ -173,8 +211,8 @@ def _encode_data(array: np.ndarray) -> tuple[int, np.ndarray]:
     return flags[0], np.ascontiguousarray(array, dtype=little)
 
 
-def _encode_names(name: str | None) -> bytes:
-    if name is None:
-        return struct.pack("<Q", 0)
-    encoded = name.encode()
-    return struct.pack("<QQ", 1, len(encoded)) + encoded
+def _encode_names(names: list[str]) -> bytes:
+    encoded = [name.encode() for name in names]
+    return struct.pack("<Q", len(encoded)) + b"".join(
+        struct.pack("<Q", len(name)) + name for name in encoded
+    )

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     import numpy as np
 
     from smserve.algorithms.base import Algorithm
-    from smserve.algorithms.footprint import Footprint, ModelFile
+    from smserve.algorithms.footprint import Footprint
+    from smserve.algorithms.heads import ModelFile
     from smserve.config import Settings
 
 
@@ -35,8 +36,10 @@ class DemoSpec:
 class AlgorithmSpec:
     """One algorithm, as serving, scoring, training and the demo see it.
 
-    ``detects``: whether these model files are this algorithm's (the table asks in order, so
-    a catch-all goes last). ``model_file``: the file name the built-in writes, for messages.
+    ``detects``: whether these model files are this algorithm's, judged by what they hold
+    (each file's name, size and first bytes, ``smserve.algorithms.heads``; the table asks in
+    order, so a catch-all goes last). ``model_file``: the file name the built-in writes, for
+    messages.
     ``load``: the Algorithm for a model directory. ``import_lean``: import the libraries a load
     needs, the cheapest way, before workers fork. ``fork_unsafe_modules``: modules whose import
     may have started threads that a fork would not carry over. ``trainer``: ``module:class``
@@ -47,13 +50,13 @@ class AlgorithmSpec:
     name: str
     title: str
     model_file: str
-    detects: Callable[[Sequence[Path]], bool]
+    detects: Callable[[Sequence[ModelFile]], bool]
     load: Callable[[Settings, Path], Algorithm]
     import_lean: Callable[[], None]
     fork_unsafe_modules: tuple[str, ...]
-    trainer: str
     footprint: Callable[[list[ModelFile], Settings], Footprint]
-    demo: DemoSpec
+    trainer: str | None = None
+    demo: DemoSpec | None = None
 
 
 def nothing_to_import() -> None:

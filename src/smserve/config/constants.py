@@ -27,11 +27,9 @@ NUMERIC_LOG_LEVELS = ((10, "debug"), (20, "info"), (30, "warning"), (40, "error"
 LOG_LEVEL_ALIASES = {"warn": "warning", "fatal": "critical"}
 FRONTENDS = ("auto", "nginx", "gunicorn")
 DEFAULT_METRICS_PATH = "/metrics"  # where SageMaker scrapes unless ContainerMetricsConfig says
-# Paths the metrics page may not take: routes of the doors, and nginx's own internal ones.
-RESERVED_PATH_PREFIXES = (
-    *("/ping", "/invocations", "/models", "/endpoints", "/v1/", "/v2"),
-    *("/execution-parameters", "/monitoring/", "/_smserve/"),
-)
+# Paths the metrics page may not take that no door owns: nginx's and the supervisor's own. The
+# doors' paths are each DoorSpec's ``reserved_paths`` (``door_table.check_settings``).
+RESERVED_PATH_PREFIXES = ("/_smserve/",)
 
 
 DEFAULT_MAX_QUEUED = 128  # requests waiting for a thread, off SageMaker: ~0.1 s of 1-row work

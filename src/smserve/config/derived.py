@@ -61,7 +61,8 @@ def log_level(env: Reader) -> str:
 
 def metrics_path(env: Reader) -> str:
     """What SageMaker's MetricsEndpointPath allows (letters, digits, / _ . -; no ``..``; at
-    most 256 characters), without ``//`` (nginx merges slashes) or a door's path."""
+    most 256 characters), without ``//`` (nginx merges slashes) or the server's own paths (a
+    door's are checked where the table of doors is read: ``door_table.check_settings``)."""
     name = "SMSERVE_METRICS_PATH"
     path = env.text(name) or DEFAULT_METRICS_PATH
     allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/_.-")

@@ -2,11 +2,14 @@
 
 Three sources, first match wins (multi-model endpoints are separate, see ``mme``):
 
-1. ``SMSERVE_MODEL_CONFIG_FILE``: a TF Serving ``ModelServerConfig`` in text format. Read:
-   ``model_config_list { config { name, base_path, model_platform, model_version_policy
-   { latest { num_versions } | all {} | specific { versions ... } }, version_labels { key
-   value } } }``. ``logging_config`` is accepted and ignored; any other field is an error.
-   ``model_platform`` is ``xgboost`` or ``kmeans`` (empty: detect from the files).
+1. ``SMSERVE_MODEL_CONFIG_FILE``: a TF Serving ``ModelServerConfig`` in text format, parsed
+   by protobuf's ``text_format`` from the schema in ``smserve.repository.schema`` (so the
+   ``[...]`` list syntax, ``<...>`` messages and typed fields are TF Serving's, and an error
+   names its line and column). Read: ``model_config_list { config { name, base_path,
+   model_platform, model_version_policy { latest { num_versions } | all {} | specific {
+   versions ... } }, version_labels { key value } } }``. ``logging_config`` is accepted and
+   ignored; any other field is an error. ``model_platform`` is ``xgboost`` or ``kmeans``
+   (empty: detect from the files).
 2. ``MODEL_NAME`` / ``MODEL_BASE_PATH`` (TF Serving's Docker image variables): one model named
    MODEL_NAME (default ``model``) with versions under MODEL_BASE_PATH/MODEL_NAME (default base
    ``/models``), policy latest 1.
@@ -16,21 +19,24 @@ Three sources, first match wins (multi-model endpoints are separate, see ``mme``
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from smserve.algorithms.catalog import NAMES
+from google.protobuf import text_format
+
+from smserve.algorithms import catalog
 from smserve.config import Settings
 from smserve.errors import ConfigError
-from smserve.repository.textproto import Message, Scalar, parse
+from smserve.repository import schema
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL_NAME = "model"
 DOCKER_BASE_PATH = Path("/models")
-_CONFIG_FIELDS = {"name", "base_path", "model_platform", "model_version_policy", "version_labels"}
-_IGNORED_FIELDS = {"logging_config"}
+Message = Any  # a message of ``schema``'s classes, built at run time (no stubs to name them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,101 +88,81 @@ def read_config_file(path: Path) -> list[ModelConfig]:
 
 
 def parse_model_server_config(text: str, source: str = "<config>") -> list[ModelConfig]:
-    """ModelServerConfig text -> model configs; raises ConfigError naming the problem."""
-    root = parse(text, source)
-    _only(root, {"model_config_list"}, source)
-    configs: list[ModelConfig] = []
-    for config_list in _messages(root, "model_config_list", source):
-        _only(config_list, {"config"}, source)
-        configs.extend(_model(c, source) for c in _messages(config_list, "config", source))
+    """ModelServerConfig text -> model configs; raises ConfigError naming the problem (and,
+    for a syntax or type error, its line and column)."""
+    try:
+        root = schema.parse(text)
+    except text_format.ParseError as exc:
+        raise ConfigError(located(exc, text, source)) from None
+    configs = [_model(c, source) for group in root.model_config_list for c in group.config]
     _check_unique(configs)
     return configs
 
 
-def _only(message: Message, allowed: set[str], source: str) -> None:
-    unknown = set(message.fields) - allowed - _IGNORED_FIELDS
-    if unknown:
-        raise ConfigError(
-            f"{source}: unsupported field(s) {', '.join(sorted(unknown))}; "
-            f"supported here: {', '.join(sorted(allowed))}"
-        )
+def located(error: text_format.ParseError, text: str, source: str) -> str:
+    """``SOURCE:LINE:COLUMN: what is wrong``, in words of this file's format."""
+    line, column = error.GetLine(), error.GetColumn()
+    what = str(error).split(" : ", 1)[-1]
+    if line is None or column is None:
+        return f"{source}: {_in_words(what)}"
+    lines = text.splitlines()
+    quoted = f"'{lines[line - 1]}': " if 0 < line <= len(lines) else ""
+    what = what.removeprefix(quoted) if quoted else what
+    return f"{source}:{line}:{column}: {_in_words(what)}"
 
 
-def _messages(message: Message, name: str, source: str) -> list[Message]:
-    values = message.fields.get(name, [])
-    if not all(isinstance(v, Message) for v in values):
-        raise ConfigError(f"{source}: {name} must be a message ({name} {{ ... }})")
-    return [v for v in values if isinstance(v, Message)]
+_NO_FIELD = re.compile(r'Message type "(?P<type>[\w.]+)" has no field named "(?P<field>\w+)"\.')
+_FOUND = re.compile(r"Expected (?P<kind>\w+) but found: '(?P<char>[^\w\s\"'])'")
 
 
-def _scalar(message: Message, name: str, source: str, default: Scalar | None = None) -> Scalar:
-    values = message.fields.get(name, [])
-    if not values and default is not None:
-        return default
-    if len(values) != 1 or isinstance(values[0], Message):
-        raise ConfigError(f"{source}: {name} must be given once, as a value")
-    return values[0]
+def _in_words(what: str) -> str:
+    if (unknown := _NO_FIELD.fullmatch(what)) is not None:
+        supported = ", ".join(sorted(schema.field_names(unknown["type"])))
+        return f"unsupported field(s) {unknown['field']}; supported here: {supported}"
+    if (found := _FOUND.fullmatch(what)) is not None:
+        return f"unexpected character {found['char']!r} (expected a {found['kind']})"
+    if what == 'Expected "}".':  # what the end of the text inside a message says
+        return "missing '}'"
+    return what
 
 
 def _model(config: Message, source: str) -> ModelConfig:
-    _only(config, _CONFIG_FIELDS, source)
-    name = str(_scalar(config, "name", source, ""))
+    name = config.name
     if not name:
         raise ConfigError(f"{source}: a config has no name")
-    base_path = str(_scalar(config, "base_path", source, ""))
-    if not Path(base_path).is_absolute():
+    if not Path(config.base_path).is_absolute():
         raise ConfigError(
-            f"Expected model {name} to have an absolute path or URI; got base_path()={base_path}"
+            f"Expected model {name} to have an absolute path or URI; "
+            f"got base_path()={config.base_path}"
         )
-    platform = _platform(str(_scalar(config, "model_platform", source, "")), name, source)
-    policy = _policy(_messages(config, "model_version_policy", source), name, source)
-    labels = _labels(_messages(config, "version_labels", source), name, source)
-    return ModelConfig(name, Path(base_path), platform, policy, labels)
+    platform = _platform(config.model_platform, name, source)
+    policy = _policy(config, name, source)
+    return ModelConfig(name, Path(config.base_path), platform, policy, dict(config.version_labels))
 
 
 def _platform(value: str, name: str, source: str) -> str | None:
-    if value and value not in NAMES:
+    if value and value not in catalog.names():
         raise ConfigError(
             f"{source}: model {name}: model_platform {value!r} is not supported; use one of "
-            f"{', '.join(NAMES)}, or leave it out to detect the kind from the files"
+            f"{', '.join(catalog.names())}, or leave it out to detect the kind from the files"
         )
     return value or None
 
 
-def _policy(policies: list[Message], name: str, source: str) -> VersionPolicy:
-    if not policies:
+def _policy(config: Message, name: str, source: str) -> VersionPolicy:
+    if not config.HasField("model_version_policy"):
         return VersionPolicy()
-    kinds = [(k, v) for p in policies for k, values in p.fields.items() for v in values]
-    if len(kinds) != 1 or not isinstance(kinds[0][1], Message):
-        raise ConfigError(f"{source}: model {name}: give one of latest, all or specific")
-    kind, body = kinds[0]
-    assert isinstance(body, Message)
+    policy = config.model_version_policy
+    kind = policy.WhichOneof("policy_choice")
     if kind == "all":
         return VersionPolicy("all")
-    if kind == "latest":
-        count = _integer(_scalar(body, "num_versions", source, 1), "num_versions", source)
-        return VersionPolicy("latest", max(count, 1))  # TF Serving treats 0 as 1
     if kind == "specific":
-        values = body.fields.get("versions", [])
-        versions = frozenset(_integer(v, "versions", source) for v in values)
-        if not versions:
+        if not policy.specific.versions:
             raise ConfigError(f"{source}: model {name}: the specific policy lists no versions")
-        return VersionPolicy("specific", versions=versions)
-    raise ConfigError(f"{source}: model {name}: unknown version policy {kind!r}")
-
-
-def _labels(entries: list[Message], name: str, source: str) -> dict[str, int]:
-    labels = {}
-    for entry in entries:
-        label = str(_scalar(entry, "key", source))
-        labels[label] = _integer(_scalar(entry, "value", source), "version_labels", source)
-    return labels
-
-
-def _integer(value: Scalar | Message, what: str, source: str) -> int:
-    if not isinstance(value, int):
-        raise ConfigError(f"{source}: {what} must be an integer, got {value!r}")
-    return value
+        return VersionPolicy("specific", versions=frozenset(policy.specific.versions))
+    if kind == "latest":  # TF Serving treats 0 as 1
+        return VersionPolicy("latest", max(policy.latest.num_versions, 1))
+    raise ConfigError(f"{source}: model {name}: give one of latest, all or specific")
 
 
 def _check_unique(configs: list[ModelConfig]) -> None:

@@ -63,4 +63,5 @@ DOOR = DoorSpec(
     openapi=fragment,
     model_header=TARGET_HEADER,
     request_id_header=INFERENCE_ID_HEADER,
+    reserved_paths=("/ping", "/invocations", "/models", "/endpoints", "/execution-parameters"),
 )

@@ -58,4 +58,5 @@ DOOR = DoorSpec(
     nginx_locations=("~* ^/v1/",),
     openapi=fragment,
     status_names=canonical_code,
+    reserved_paths=("/v1/", "/monitoring/"),  # its API, and its metrics page's path
 )

@@ -17,7 +17,7 @@ import importlib
 import logging
 from collections.abc import Mapping
 
-from smserve.algorithms.catalog import DEFAULT, NAMES, spec_for
+from smserve.algorithms.catalog import DEFAULT, trainable, trainer_of
 from smserve.config import TrainingSettings
 from smserve.errors import ConfigError
 from smserve.training.channels import TRAIN, load_channels
@@ -98,9 +98,11 @@ def _prepare_share(
 
 
 def _algorithm(from_env: str | None, hp: Hyperparameters) -> str:
-    from_hp = hp.optional_choice("algorithm", NAMES)
-    if from_env and from_env not in NAMES:
-        raise TrainingError(f"SMSERVE_ALGORITHM={from_env!r} must be one of: {', '.join(NAMES)}")
+    names = trainable()
+    from_hp = hp.optional_choice("algorithm", names)
+    if from_env and from_env not in names:
+        choices = ", ".join(names)
+        raise TrainingError(f"SMSERVE_ALGORITHM={from_env!r} must be one of: {choices}")
     if from_env and from_hp and from_env != from_hp:
         raise TrainingError(
             f"hyperparameter algorithm={from_hp!r} contradicts SMSERVE_ALGORITHM={from_env!r}"
@@ -111,10 +113,9 @@ def _algorithm(from_env: str | None, hp: Hyperparameters) -> str:
 def _trainer(name: str) -> Trainer:
     """The trainer the table names, imported here so a k-means job never imports XGBoost."""
     try:
-        spec = spec_for(name)
+        module, _, attribute = trainer_of(name).partition(":")
     except ConfigError as exc:
         raise TrainingError(str(exc)) from None
-    module, _, attribute = spec.trainer.partition(":")
     trainer: Trainer = getattr(importlib.import_module(module), attribute)()
     return trainer
 

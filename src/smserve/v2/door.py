@@ -32,4 +32,5 @@ DOOR = DoorSpec(
     open=open_door,
     nginx_locations=("/v2",),
     openapi=fragment,
+    reserved_paths=("/v2",),
 )

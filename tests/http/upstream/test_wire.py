@@ -40,6 +40,8 @@ HEADS = [
     b"X-Forwarded-For: 10.0.0.1\r\nX-Custom_Name: dropped\r\nUser-Agent: curl/8",
     b"GET /caf%C3%A9 HTTP/1.0\r\nHost: example",
     b"GET / HTTP/1.1",
+    b"M-SEARCH /invocations HTTP/1.1\r\nHost: h",  # any method nginx forwards: the app says 405
+    b"MY_METHOD /ping HTTP/1.1\r\nHost: h",
 ]
 
 
@@ -95,7 +97,10 @@ def test_length_and_keep_alive() -> None:
         b"POST /invocations HTTP/1.1\r\nHost: x\0",  # NUL
         b"POST /invocations HTTP/2.0\r\nHost: x",
         b"POST http://x/invocations HTTP/1.1\r\nHost: x",  # absolute form
-        b"post /invocations HTTP/1.1\r\nHost: x",
+        b"post /invocations HTTP/1.1\r\nHost: x",  # gunicorn refuses lower case, '#', and
+        b"M#X /invocations HTTP/1.1\r\nHost: x",  # a method under 3 or over 20 characters
+        b"GO /invocations HTTP/1.1\r\nHost: x",
+        b"A_VERY_LONG_METHOD_NAME /invocations HTTP/1.1\r\nHost: x",
         b"POST  /invocations HTTP/1.1\r\nHost: x",
         b"POST /invocations HTTP/1.1\r\nBad Name: x",
         b"POST /invocations HTTP/1.1\r\nno colon",

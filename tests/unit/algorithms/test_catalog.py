@@ -13,6 +13,7 @@ import pytest
 
 from smserve import demo
 from smserve.algorithms import catalog
+from smserve.algorithms.heads import described
 from smserve.algorithms.loading import load_algorithm
 from smserve.algorithms.model_files import candidate_files
 from smserve.algorithms.ndarray import write_ndarray_file
@@ -27,19 +28,30 @@ def test_every_name_list_is_the_table() -> None:
     assert catalog.DEFAULT in catalog.ALGORITHMS
 
 
-@pytest.mark.parametrize("spec", catalog.ALGORITHMS, ids=lambda spec: spec.name)
+TRAINED = [spec for spec in catalog.ALGORITHMS if spec.trainer]
+
+
+@pytest.mark.parametrize("spec", TRAINED, ids=lambda spec: spec.name)
 def test_each_entry_names_a_trainer_of_its_own_name(spec: catalog.AlgorithmSpec) -> None:
-    module, _, attribute = spec.trainer.partition(":")
+    module, _, attribute = catalog.trainer_of(spec.name).partition(":")
     trainer = getattr(importlib.import_module(module), attribute)()
     assert trainer.name == spec.name
+
+
+def built_in_file(directory: Path, spec: catalog.AlgorithmSpec) -> None:
+    """The file ``spec``'s built-in writes: k-means' centroids, XGBoost's JSON (a stub)."""
+    if spec.name == "kmeans":
+        write_ndarray_file(directory / spec.model_file, np.ones((2, 3), np.float32))
+    else:
+        (directory / spec.model_file).write_bytes(b"{}")
 
 
 @pytest.mark.parametrize("spec", catalog.ALGORITHMS, ids=lambda spec: spec.name)
 def test_each_entry_claims_the_file_its_built_in_writes(
     tmp_path: Path, spec: catalog.AlgorithmSpec
 ) -> None:
-    (tmp_path / spec.model_file).write_bytes(b"{}")
-    assert catalog.detected(candidate_files(tmp_path)) is spec
+    built_in_file(tmp_path, spec)
+    assert catalog.detected(described(candidate_files(tmp_path))) is spec
 
 
 def test_names_are_matched_in_any_case_and_unknown_ones_name_the_choices() -> None:
@@ -50,7 +62,7 @@ def test_names_are_matched_in_any_case_and_unknown_ones_name_the_choices() -> No
 
 def test_a_named_algorithm_wins_over_the_files(tmp_path: Path) -> None:
     write_ndarray_file(tmp_path / "model_algo-1", np.ones((2, 3), dtype=np.float32))
-    files = candidate_files(tmp_path)
+    files = described(candidate_files(tmp_path))
     assert catalog.chosen(None, files).name == "kmeans"
     assert catalog.chosen("xgboost", files).name == "xgboost"
 

@@ -52,7 +52,6 @@ def test_empty_directory_names_the_expected_files(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "algorithm"),
     [
-        ("model_algo-1", "kmeans"),
         ("centroids.npy", "kmeans"),
         ("model.skops", "kmeans"),
         ("xgboost-model", "xgboost"),
@@ -63,6 +62,14 @@ def test_empty_directory_names_the_expected_files(tmp_path: Path) -> None:
 def test_detection_from_file_names(tmp_path: Path, name: str, algorithm: str) -> None:
     (tmp_path / name).write_bytes(b"x")
     assert detect_algorithm(tmp_path) == algorithm
+
+
+def test_a_model_algo_1_is_detected_by_what_it_holds(tmp_path: Path) -> None:
+    (tmp_path / "model_algo-1").write_bytes(b"\x12\x01\0\0\0\0\0\0" + b"\0" * 8 + b"\1" + b"\0" * 7)
+    assert detect_algorithm(tmp_path) == "kmeans"  # an NDArray list of one array
+    (tmp_path / "model_algo-1").write_bytes(b"x")  # nothing served here, not XGBoost either
+    with pytest.raises(ModelLoadError, match="model_algo-1 is a 1-byte file of no format served"):
+        detect_algorithm(tmp_path)
 
 
 def test_loads_kmeans_from_archive(tmp_path: Path, kmeans_model_dir: Path) -> None:

@@ -1,5 +1,5 @@
-"""k-means: ``algorithm`` (the Algorithm) and ``centroids`` (reading the built-in's, numpy's
-and scikit-learn's artifacts).
+"""k-means: ``algorithm`` (the Algorithm), ``centroids`` (reading the built-in's, numpy's
+and scikit-learn's artifacts) and ``claims`` (which files are k-means', by what they hold).
 
 This ``__init__`` holds only the table's entry (``KMEANS``, see ``smserve.algorithms.catalog``):
 it imports the code only when called, so the table stays cheap to import."""
@@ -16,14 +16,16 @@ if TYPE_CHECKING:
     import numpy as np
 
     from smserve.algorithms.base import Algorithm
-    from smserve.algorithms.footprint import Footprint, ModelFile
+    from smserve.algorithms.footprint import Footprint
+    from smserve.algorithms.heads import ModelFile
     from smserve.config import Settings
 
 
-def _detects(files: Sequence[Path]) -> bool:
-    from smserve.algorithms.kmeans.centroids import is_kmeans_artifact
+def _detects(files: Sequence[ModelFile]) -> bool:
+    """A built-in ``model_algo-1`` of one array, a ``*.npy`` or a ``*.skops`` (``claims``)."""
+    from smserve.algorithms.kmeans.claims import is_kmeans_file
 
-    return any(is_kmeans_artifact(path) for path in files)
+    return any(is_kmeans_file(file) for file in files)
 
 
 def _load(settings: Settings, model_dir: Path) -> Algorithm:

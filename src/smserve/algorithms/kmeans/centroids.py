@@ -1,7 +1,8 @@
 """Reading k-means centroids from a model directory: the built-in algorithm's ``model_algo-1``
 (MXNet NDArray file), a ``.npy`` array, or a scikit-learn KMeans saved with skops. Never pickle.
 
-The artifact is chosen by name; other files in the directory are not read.
+The artifact is the one file ``claims`` says is k-means'; other files in the directory are not
+read (beyond their first bytes).
 """
 
 from __future__ import annotations
@@ -17,30 +18,25 @@ import numpy as np
 import numpy.typing as npt
 
 from smserve.algorithms.confinement import open_file, read_bytes
+from smserve.algorithms.heads import described
+from smserve.algorithms.kmeans.claims import EXPECTED, NPY_SUFFIX, SKOPS_SUFFIX, is_kmeans_file
+from smserve.algorithms.lookalikes import what_they_are
 from smserve.algorithms.model_files import candidate_files, check_not_empty
 from smserve.algorithms.ndarray import read_ndarray_file
 from smserve.errors import ModelLoadError
 
 logger = logging.getLogger(__name__)
 
-BUILTIN_NAME = "model_algo-1"
-NPY_SUFFIX = ".npy"
-SKOPS_SUFFIX = ".skops"
-EXPECTED = f"{BUILTIN_NAME} (MXNet NDArray), *{NPY_SUFFIX} or *{SKOPS_SUFFIX} (scikit-learn KMeans)"
-
 Centroids = npt.NDArray[np.float64]
-
-
-def is_kmeans_artifact(path: Path) -> bool:
-    return path.name == BUILTIN_NAME or path.suffix.lower() in (NPY_SUFFIX, SKOPS_SUFFIX)
 
 
 def find_artifact(model_dir: Path) -> Path:
     """The one k-means artifact in ``model_dir``; raises ModelLoadError for none or several."""
     files = candidate_files(model_dir)
-    artifacts = [p for p in files if is_kmeans_artifact(p)]
+    artifacts = [f.path for f in described(files) if f.path and is_kmeans_file(f)]
     if not artifacts:
-        raise ModelLoadError(f"no k-means model in {model_dir}: expected {EXPECTED}")
+        found = what_they_are(described(files))
+        raise ModelLoadError(f"no k-means model in {model_dir}: expected {EXPECTED}{found}")
     if len(artifacts) > 1:
         names = ", ".join(p.name for p in artifacts)
         raise ModelLoadError(f"{model_dir} holds several k-means models ({names}); keep one")

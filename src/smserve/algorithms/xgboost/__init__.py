@@ -20,13 +20,18 @@ if TYPE_CHECKING:
     import numpy as np
 
     from smserve.algorithms.base import Algorithm
-    from smserve.algorithms.footprint import Footprint, ModelFile
+    from smserve.algorithms.footprint import Footprint
+    from smserve.algorithms.heads import ModelFile
     from smserve.config import Settings
 
 
-def _detects(files: Sequence[Path]) -> bool:
-    """Any model file: XGBoost is the table's catch-all, its loader trying every format."""
-    return True
+def _detects(files: Sequence[ModelFile]) -> bool:
+    """Any model file but one of a format or name no XGBoost writes (an MXNet NDArray file, a
+    zip, a numpy array, a ``model_algo-1``): XGBoost is the table's catch-all, its loader
+    trying every format."""
+    from smserve.algorithms.lookalikes import is_foreign
+
+    return any(not is_foreign(file) for file in files)
 
 
 def _import_lean() -> None:

@@ -26,7 +26,10 @@ from urllib.parse import unquote_to_bytes
 HEAD_END = b"\r\n\r\n"
 MAX_HEAD_BYTES = 1 << 20  # nginx forwards at most 4 x 64 KiB of headers (frontend.error_pages)
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_METHOD = re.compile(r"[A-Z]+")
+# gunicorn's rule for a method: a token without lower case or '#', 3 to 20 characters (nginx
+# forwards any of upper case, '-' and '_': M-SEARCH, MY_METHOD); the app answers 405 to those
+# no route takes.
+_METHOD = re.compile(r"[!$%&'*+\-.^_`|~0-9A-Z]{3,20}")
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "upgrade"})
 _NO_BODY_STATUSES = frozenset({"204", "304"})
 

@@ -257,5 +257,8 @@ def test_forced_kmeans_without_artifact_names_what_is_expected(tmp_path: Path) -
 
 def test_corrupt_model_algo_1_is_a_load_error(tmp_path: Path) -> None:
     (tmp_path / "model_algo-1").write_bytes(b"PK\x03\x04 not an ndarray file")
-    with pytest.raises(ModelLoadError, match="model_algo-1: not an MXNet NDArray file"):
+    with pytest.raises(ModelLoadError, match="model_algo-1 is a zip archive"):
+        load(tmp_path)
+    (tmp_path / "model_algo-1").write_bytes(b"\x12\x01\0\0\0\0\0\0" + b"\0" * 8 + b"\1" + b"\0" * 7)
+    with pytest.raises(ModelLoadError, match="model_algo-1: MXNet NDArray file is truncated"):
         load(tmp_path)
