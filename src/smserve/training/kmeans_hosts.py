@@ -38,12 +38,8 @@ from sklearn.cluster import kmeans_plusplus
 from smserve.training.channels import TRAIN
 from smserve.training.collective import Group
 from smserve.training.failure import TrainingError
-from smserve.training.kmeans import (
-    DISTANCE_CHUNK_CELLS,
-    SEED,
-    KMeansConfig,
-    nearest_squared_distances,
-)
+from smserve.training.kmeans import SEED, KMeansConfig
+from smserve.training.kmeans_distances import DISTANCE_CHUNK_CELLS, nearest_squared_distances
 from smserve.training.kmeans_reduce import center_count, reduce_centers
 from smserve.training.kmeans_rows import Rows, join_chunks
 from smserve.training.logs import format_final_score, format_scores, metrics

@@ -9,12 +9,8 @@ import scipy.sparse as sp
 
 from smserve.algorithms.ndarray import read_ndarray_file
 from smserve.training.data import Dataset
-from smserve.training.kmeans import (
-    KMeansConfig,
-    fit,
-    nearest_centers,
-    nearest_squared_distances,
-)
+from smserve.training.kmeans import KMeansConfig, fit
+from smserve.training.kmeans_distances import nearest_centers, nearest_squared_distances
 
 from .training_data import TrainingJob, blobs, to_csv, to_libsvm, to_recordio
 

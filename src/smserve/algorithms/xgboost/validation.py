@@ -30,6 +30,7 @@ import orjson
 
 from smserve import resources
 from smserve.algorithms.ubjson import UbjsonError, decode
+from smserve.algorithms.xgboost.document_fields import Invalid, integers, member, sized, whole
 from smserve.algorithms.xgboost.forest_arrays import joined, plain_forest
 from smserve.algorithms.xgboost.tree_checks import (
     Categories,
@@ -46,10 +47,6 @@ BLOCK_ROWS = 64  # rows XGBoost's CPU predictor holds per thread, each num_featu
 FEATURE_BYTES = 4 * BLOCK_ROWS  # per feature per thread
 OUTPUT_BYTES = 4 * 16384  # per output group: a batch of 16,384 rows' predictions
 NODE_BYTES = 128  # per node: XGBoost's node, its statistics, the fast predictor's copy
-
-
-class Invalid(Exception):
-    """The document breaks a rule; the message says where (the file is added later)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,36 +110,36 @@ def _json(data: bytes) -> Any:
 
 def check_document(document: Any, budget: LoadBudget) -> None:
     """Raise Invalid for the first rule ``document`` breaks."""
-    learner = _member(document, "learner", dict)
-    params = _member(learner, "learner_model_param", dict)
-    n_features = _whole(params.get("num_feature", 0), "num_feature")
+    learner = member(document, "learner", dict)
+    params = member(learner, "learner_model_param", dict)
+    n_features = whole(params.get("num_feature", 0), "num_feature")
     budget.check(n_features * FEATURE_BYTES * budget.threads, f"its {n_features} features")
     groups = _output_groups(params)
     budget.check(groups * OUTPUT_BYTES, f"its {groups} output groups")
-    booster = _member(learner, "gradient_booster", dict)
+    booster = member(learner, "gradient_booster", dict)
     name = booster.get("name")
     if name == "gblinear":
-        _check_linear(_member(booster, "model", dict), n_features, groups)
+        _check_linear(member(booster, "model", dict), n_features, groups)
         return
-    holder = _member(booster, "gbtree", dict) if name == "dart" else booster
-    model = _member(holder, "model", dict)
+    holder = member(booster, "gbtree", dict) if name == "dart" else booster
+    model = member(holder, "model", dict)
     n_iterations = check_forest(model, n_features, groups, budget)
     _check_best_iteration(learner, n_iterations)
 
 
 def _output_groups(params: dict[str, Any]) -> int:
-    n_class = _whole(params.get("num_class", 0), "num_class")
-    n_target = _whole(params.get("num_target", 1), "num_target")
+    n_class = whole(params.get("num_class", 0), "num_class")
+    n_target = whole(params.get("num_target", 1), "num_target")
     return max(n_class, n_target, 1)
 
 
 def check_forest(model: dict[str, Any], n_features: int, groups: int, budget: LoadBudget) -> int:
     """Check every tree, ``tree_info`` and ``iteration_indptr``; return the iteration count."""
-    trees = _member(model, "trees", list)
-    declared = _whole(_member(model, "gbtree_model_param", dict).get("num_trees", 0), "num_trees")
+    trees = member(model, "trees", list)
+    declared = whole(member(model, "gbtree_model_param", dict).get("num_trees", 0), "num_trees")
     if declared != len(trees):
         raise Invalid(f"gbtree_model_param declares {declared} trees, the model has {len(trees)}")
-    info = _integers(model.get("tree_info", []), "tree_info")
+    info = integers(model.get("tree_info", []), "tree_info")
     if info.size != len(trees):
         raise Invalid(f"tree_info has {info.size} entries for {len(trees)} trees")
     if info.size and (info.min() < 0 or info.max() >= groups):
@@ -194,8 +191,8 @@ def _categorical(tree: TreeArrays, index: int) -> int:
 def _declared_nodes(tree: Any, index: int) -> int:
     if not isinstance(tree, dict):
         raise Invalid(f"tree {index} is not an object")
-    param = _member(tree, "tree_param", dict)
-    n_nodes = _whole(param.get("num_nodes"), f"tree {index}'s num_nodes")
+    param = member(tree, "tree_param", dict)
+    n_nodes = whole(param.get("num_nodes"), f"tree {index}'s num_nodes")
     if n_nodes < 1:
         raise Invalid(f"tree {index} declares {n_nodes} nodes")
     return n_nodes
@@ -204,25 +201,25 @@ def _declared_nodes(tree: Any, index: int) -> int:
 def tree_arrays(tree: dict[str, Any], n_nodes: int) -> TreeArrays:
     """The integer node arrays of ``tree``, each checked to have ``n_nodes`` entries (and
     the floating-point ones too); raises Invalid."""
-    width = _whole(_member(tree, "tree_param", dict).get("size_leaf_vector", 1), "leaf size")
+    width = whole(member(tree, "tree_param", dict).get("size_leaf_vector", 1), "leaf size")
     for key in ("split_conditions", "loss_changes", "sum_hessian", "default_left"):
-        _sized(tree.get(key), n_nodes, key)
+        sized(tree.get(key), n_nodes, key)
     if "base_weights" in tree:
-        _sized(tree["base_weights"], n_nodes * max(width, 1), "base_weights")
+        sized(tree["base_weights"], n_nodes * max(width, 1), "base_weights")
     arrays = {
-        key: _sized(_integers(tree.get(key), key), n_nodes, key)
+        key: sized(integers(tree.get(key), key), n_nodes, key)
         for key in ("left_children", "right_children", "parents", "split_indices")
     }
     split_type = tree.get("split_type", np.zeros(n_nodes, dtype=np.int64))
     categories = Categories(
-        *(_integers(tree.get(f"categories{key}", []), f"categories{key}") for key in _CATS)
+        *(integers(tree.get(f"categories{key}", []), f"categories{key}") for key in _CATS)
     )
     return TreeArrays(
         arrays["left_children"],
         arrays["right_children"],
         arrays["parents"],
         arrays["split_indices"],
-        _sized(_integers(split_type, "split_type"), n_nodes, "split_type"),
+        sized(integers(split_type, "split_type"), n_nodes, "split_type"),
         categories,
         _leaf_slots(tree, width),
     )
@@ -244,7 +241,7 @@ _CATS = ("_nodes", "_segments", "_sizes", "")
 def _iterations(model: dict[str, Any], n_trees: int) -> int:
     if "iteration_indptr" not in model:
         return n_trees
-    indptr = _integers(model["iteration_indptr"], "iteration_indptr")
+    indptr = integers(model["iteration_indptr"], "iteration_indptr")
     if indptr.size < 1 or indptr[0] != 0 or indptr[-1] != n_trees or np.any(np.diff(indptr) < 0):
         raise Invalid(f"iteration_indptr does not divide the {n_trees} trees into iterations")
     return int(indptr.size - 1)
@@ -254,53 +251,13 @@ def _check_best_iteration(learner: dict[str, Any], n_iterations: int) -> None:
     attributes = learner.get("attributes") or {}
     if not isinstance(attributes, dict) or "best_iteration" not in attributes:
         return
-    best = _whole(attributes["best_iteration"], "best_iteration", signed=True)
+    best = whole(attributes["best_iteration"], "best_iteration", signed=True)
     if not 0 <= best < n_iterations:
         raise Invalid(f"best_iteration {best} is not one of its {n_iterations} iterations")
 
 
 def _check_linear(model: dict[str, Any], n_features: int, groups: int) -> None:
-    weights = _member(model, "weights", (list, np.ndarray))
+    weights = member(model, "weights", (list, np.ndarray))
     expected = (n_features + 1) * groups
     if len(weights) != expected:
         raise Invalid(f"gblinear has {len(weights)} weights, not (features + 1) x groups")
-
-
-def _member(container: Any, key: str, kind: type | tuple[type, ...]) -> Any:
-    value = container.get(key) if isinstance(container, dict) else None
-    if not isinstance(value, kind):
-        raise Invalid(f"it has no {key} (or not of the right type)")
-    return value
-
-
-def _whole(value: Any, what: str, signed: bool = False) -> int:
-    """An integer written as a number or a string, as XGBoost writes its parameters."""
-    try:
-        number = int(value) if not isinstance(value, float) else None
-    except (TypeError, ValueError):
-        number = None
-    if number is None or (number < 0 and not signed):
-        raise Invalid(f"{what} {value!r} is not a whole number")
-    return number
-
-
-def _integers(value: Any, what: str) -> np.ndarray:
-    """An array of integers (a JSON list or a UBJSON typed array) as int64."""
-    if not isinstance(value, (list, np.ndarray)):
-        raise Invalid(f"{what} is missing or not an array")
-    try:
-        array = np.asarray(value)
-    except (ValueError, OverflowError):
-        raise Invalid(f"{what} is not an array of integers") from None
-    if array.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if array.ndim != 1 or array.dtype.kind not in "iub":
-        raise Invalid(f"{what} is not an array of integers")
-    return array.astype(np.int64)
-
-
-def _sized(value: Any, n_nodes: int, what: str) -> Any:
-    if not isinstance(value, (list, np.ndarray)) or len(value) != n_nodes:
-        size = len(value) if isinstance(value, (list, np.ndarray)) else "no"
-        raise Invalid(f"{what} has {size} entries for {n_nodes} nodes")
-    return value
