@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from smserve.cli import main, serve_main
+from tests.process.servers import free_port
 
 
 def test_no_arguments_prints_usage_and_succeeds(capsys: pytest.CaptureFixture[str]) -> None:
@@ -56,10 +57,14 @@ def test_serve_executable_is_smserve_serve(
 
 
 def test_model_config_file_flag_is_read_and_checked_before_serving(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = tmp_path / "models.config"
     config.write_text('model_config_list { config { name: "m" base_path: "/x" bogus: 1 } }\n')
+    # Ports of its own: 8080 or 8081 held by another server on a busy machine would stop the
+    # serve before the config is read (a FrontEndError, or a worker whose gRPC port is taken).
+    monkeypatch.setenv("SAGEMAKER_BIND_TO_PORT", str(free_port()))
+    monkeypatch.setenv("SMSERVE_GRPC_PORT", "0")
     assert main(["serve", "--model_config_file", str(config)]) == 2
     error = capsys.readouterr().err
     assert str(config) in error
