@@ -86,9 +86,16 @@ def _fault_record(mark: Path) -> Iterator[None]:
             finally:
                 faulthandler.disable()
                 if was_enabled:
-                    faulthandler.enable()
+                    _enable_again()
     finally:
         path.unlink(missing_ok=True)
+
+
+def _enable_again() -> None:
+    """faulthandler back on standard error, as it was; a standard error without a file
+    descriptor (a test's capture) must not turn a reported load failure into another error."""
+    with contextlib.suppress(ValueError, OSError):  # io.UnsupportedOperation is both
+        faulthandler.enable()
 
 
 def died_loading(run_dir: Path, pid: int, stopping: bool) -> None:

@@ -46,6 +46,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
+from gunicorn.errors import HaltServer
 
 from smserve import door_table, frontend
 from smserve.config import Settings
@@ -204,6 +205,11 @@ def serve_gunicorn(
     except SystemExit as stop:
         # gunicorn ends its master (and each forked worker) with sys.exit(status).
         return _exit_status(stop.code)
+    except HaltServer as halt:
+        # gunicorn halting for one worker's boot error reaps the others in ``stop()``, and a
+        # second worker that failed to boot too raises HaltServer again, out of Arbiter.run
+        # (seen with 2 workers and a bad model config: a traceback, and exit 1 instead of 2).
+        return int(halt.exit_status)
     return 0
 
 
