@@ -105,10 +105,12 @@ def test_s3_inputs_are_read_and_outputs_written_from_a_two_node_job(
 
 
 def _big_inputs(folder: Path) -> None:
-    """Two CSV files of about 40 shards each at TINY_BATCHES' mini-batch size."""
+    """Six CSV files of about 40 shards each at TINY_BATCHES' mini-batch size: on a quiet
+    machine two files' shards were all answered before the second node's actor was seen
+    with one open (the job took 0.2 s), and the held-job tests failed."""
     rng = np.random.default_rng(11)
     folder.mkdir(parents=True)
-    for name in ("a.csv", "b.csv"):
+    for name in ("a.csv", "b.csv", "c.csv", "d.csv", "e.csv", "f.csv"):
         (folder / name).write_bytes(csv_body(rng.normal(size=(1000, 4)).astype(np.float32)))
 
 
