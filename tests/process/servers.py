@@ -82,15 +82,15 @@ def running_server(
         stop(server.process)
 
 
-def wait_until_ready(server: Server) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
+def wait_until_ready(server: Server, timeout_s: float = START_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             raise AssertionError(f"server exited {server.process.returncode}:\n{server.output()}")
         if ping(server) == 200:
             return
         time.sleep(0.1)
-    raise AssertionError(f"server not ready after {START_TIMEOUT_S}s:\n{server.output()}")
+    raise AssertionError(f"server not ready after {timeout_s}s:\n{server.output()}")
 
 
 def ping(server: Server) -> int | None:

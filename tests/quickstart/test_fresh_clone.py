@@ -32,7 +32,7 @@ from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc.service_pb2_grpc import GRPCInferenceServiceStub
 
 from smserve.algorithms.ndarray import read_ndarray_file
-from tests.process.servers import Server, free_port, ping, stop
+from tests.process.servers import Server, free_port, stop, wait_until_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL_TIMEOUT_S = 900.0  # a cold pip cache downloads XGBoost, SciPy, pyarrow, grpcio...
@@ -70,17 +70,6 @@ def started(command: list[str], cwd: Path, env: Mapping[str, str], log: Path) ->
         yield server
     finally:
         stop(process)
-
-
-def wait_ready(server: Server, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise AssertionError(f"exited {server.process.returncode}:\n{server.output()}")
-        if ping(server) == 200:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"not ready after {timeout_s:.0f} s:\n{server.output()}")
 
 
 def post_csv(server: Server, row: str) -> dict[str, object]:
@@ -135,7 +124,7 @@ def test_serve_demo_on_a_fresh_clone_answers_csv_and_grpc(
     env = newcomer_env(tmp_path, grpc_port)
     command = ["./serve", "--demo", "--port", str(port)]
     with started(command, directory, env, tmp_path / "demo.log") as server:
-        wait_ready(server, INSTALL_TIMEOUT_S)
+        wait_until_ready(server, INSTALL_TIMEOUT_S)
         answer = post_csv(server, XGBOOST_ROW)
         seconds = time.monotonic() - began
         assert grpc_live(grpc_port)
@@ -154,9 +143,9 @@ def test_without_grpcio_the_default_door_is_skipped_with_one_warning(
     directory, _ = clone
     _uninstall_grpcio(directory)
     port = free_port()
-    command = [str(directory / ".venv" / "bin" / "smserve"), "serve", "--demo", "--port", str(port)]
+    command = _installed_demo(directory, port)
     with started(command, directory, newcomer_env(tmp_path, None), tmp_path / "s.log") as server:
-        wait_ready(server, START_TIMEOUT_S)
+        wait_until_ready(server, START_TIMEOUT_S)
         post_csv(server, XGBOOST_ROW)
         output = server.output()
     warnings = [line for line in output.splitlines() if "package grpcio" in line]
@@ -172,7 +161,7 @@ def test_without_grpcio_a_requested_door_stops_serve_with_one_line(
     directory, _ = clone
     _uninstall_grpcio(directory)
     port = free_port()
-    command = [str(directory / ".venv" / "bin" / "smserve"), "serve", "--demo", "--port", str(port)]
+    command = _installed_demo(directory, port)
     env = newcomer_env(tmp_path, free_port())
     began = time.monotonic()
     done = subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True,
@@ -195,12 +184,17 @@ def test_serve_demo_kmeans_completes_the_environment_and_answers(
     command = ["./serve", "--demo", "kmeans", "--port", str(port)]
     env = newcomer_env(tmp_path, grpc_port)
     with started(command, directory, env, tmp_path / "kmeans.log") as server:
-        wait_ready(server, INSTALL_TIMEOUT_S)
+        wait_until_ready(server, INSTALL_TIMEOUT_S)
         answer = post_csv(server, IRIS_ROW)
         assert grpc_live(grpc_port)
     predictions = answer["predictions"]
     assert isinstance(predictions, list)
     assert predictions[0]["closest_cluster"] == expected_cluster(tmp_path / "cache")
+
+
+def _installed_demo(directory: Path, port: int) -> list[str]:
+    """``smserve serve --demo`` from the clone's own environment, without ./serve."""
+    return [str(directory / ".venv" / "bin" / "smserve"), "serve", "--demo", "--port", str(port)]
 
 
 def _uninstall_grpcio(directory: Path) -> None:

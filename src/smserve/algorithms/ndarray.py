@@ -8,9 +8,10 @@ i32 dtype flag and the row-major data; then u64 name count and (u64 length, byte
 
 from __future__ import annotations
 
+import contextlib
 import math
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -79,8 +80,15 @@ def read_ndarray_file(path: Path | str) -> np.ndarray:
     file when it is not such a file, holds other than one array, is sparse, or has extra bytes.
     """
     path = Path(path)
-    try:
+    with _load_errors(path):
         return _parse(read_bytes(path))
+
+
+@contextlib.contextmanager
+def _load_errors(path: Path) -> Iterator[None]:
+    """An unreadable, truncated or malformed file as a ModelLoadError naming ``path``."""
+    try:
+        yield
     except OSError as exc:
         raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except _Truncated:
@@ -170,19 +178,13 @@ def read_ndarray_dict(path: Path | str) -> dict[str, np.ndarray]:
     """The named arrays of the NDArray dict file at ``path``; ModelLoadError as
     ``read_ndarray_file`` when it is not one (an unnamed list included)."""
     path = Path(path)
-    try:
+    with _load_errors(path):
         cursor = _Cursor(read_bytes(path))
         header, _reserved, count = cursor.unpack("<QQQ")
         if header != LIST_MAGIC:
             raise _FormatError(f"not an MXNet NDArray file (header 0x{header:x})")
         arrays = [_read_array(cursor).copy() for _ in range(count)]
         names = _read_names(cursor, count)
-    except OSError as exc:
-        raise ModelLoadError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except _Truncated:
-        raise ModelLoadError(f"{path}: MXNet NDArray file is truncated") from None
-    except _FormatError as exc:
-        raise ModelLoadError(f"{path}: {exc}") from None
     if len(names) != count:
         raise ModelLoadError(f"{path}: holds unnamed arrays, expected named ones")
     return dict(zip(names, arrays, strict=True))
