@@ -6,7 +6,6 @@ create_model / create_endpoint_config / create_endpoint flow from a ``file://`` 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,6 @@ from tests.local_mode_v3 import v3_local as v3
 with pytest.MonkeyPatch.context():
     from sagemaker.core import deserializers as des
     from sagemaker.core import serializers as ser
-    from sagemaker.core.local import LocalSession
-    from sagemaker.core.local.image import _SageMakerContainer
     from sagemaker.core.resources import Endpoint
 
 ALGORITHMS = ("xgboost", "kmeans")
@@ -97,56 +94,16 @@ def test_v3_record_serializer_is_not_implemented() -> None:
         ser.RecordSerializer().serialize(np.zeros((1, 4), np.float32))
 
 
-# --- LocalSession: model, endpoint config, endpoint -----------------------------------------------
-
-
-def loopback(original: Any) -> Any:
-    """The SDK's compose file publishes the serving port on every interface; this binds it to
-    127.0.0.1 (the one setting changed, as tests/local_mode does for v2)."""
-
-    def create_docker_host(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        host: dict[str, Any] = original(self, *args, **kwargs)
-        if "ports" in host:
-            host["ports"] = [f"127.0.0.1:{mapping}" for mapping in host["ports"]]
-        return host
-
-    return create_docker_host
+# --- LocalSession: model, endpoint config, endpoint ---------------------------------------------
 
 
 def test_local_session_model_endpoint_config_endpoint(
-    image: str,
-    algorithm: str,
-    model_dir: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    image: str, algorithm: str, model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        _SageMakerContainer,
-        "_create_docker_host",
-        loopback(_SageMakerContainer._create_docker_host),
-    )
     # In a folder of its own: the SDK unpacks every archive of that folder into it and mounts
     # the whole folder as /opt/ml/model.
     (tmp_path / "archive").mkdir()
     tarball = v3.archive(model_dir, tmp_path / "archive" / "model.tar.gz")
-    session, root = LocalSession(), tmp_path / "root"
-    root.mkdir()
-    session.config = {"local": {"serving_port": v3.free_port(), "container_root": str(root)}}
-    client, name = session.sagemaker_client, f"smserve-v3-{uuid.uuid4().hex[:8]}"
-    container = {"Image": image, "ModelDataUrl": f"file://{tarball}", "Environment": {}}
-    client.create_model(ModelName=name, PrimaryContainer=container)
-    variant = {"VariantName": "main", "ModelName": name, "InitialInstanceCount": 1}
-    variant["InstanceType"] = "local"
-    client.create_endpoint_config(EndpointConfigName=name, ProductionVariants=[variant])
-    client.create_endpoint(EndpointName=name, EndpointConfigName=name)
-    try:
-        rows = v3.features(seed=6)
-        reply = session.sagemaker_runtime_client.invoke_endpoint(
-            Body=ser.CSVSerializer().serialize(rows),
-            EndpointName=name,
-            ContentType="text/csv",
-            Accept="text/csv",
-        )
-        v3.assert_answer(algorithm, model_dir, rows, v3.csv_numbers(reply["Body"].read()))
-    finally:
-        client.delete_endpoint(EndpointName=name)
+    rows = v3.features(seed=6)
+    answer = v3.local_session_csv(image, tarball, tmp_path / "root", monkeypatch, rows)
+    v3.assert_answer(algorithm, model_dir, rows, answer)

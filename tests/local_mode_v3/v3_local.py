@@ -16,7 +16,7 @@ import subprocess
 import tarfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import requests
 
-from smserve.algorithms.ndarray import write_ndarray_file
+from smserve.algorithms.ndarray import read_ndarray_file, write_ndarray_file
 
 REGION = "us-east-1"
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
@@ -113,8 +113,9 @@ def expected(algorithm: str, model_dir: Path, rows: np.ndarray) -> np.ndarray:
         model = bytearray((model_dir / "xgboost-model").read_bytes())
         booster = xgb.Booster(params={"nthread": 1}, model_file=model)
         return np.asarray(booster.inplace_predict(rows), dtype=np.float64)
+    centroids = read_ndarray_file(model_dir / "model_algo-1").astype(np.float64)
     x = rows.astype(np.float64)
-    distances = np.sqrt(((x[:, None, :] - CENTROIDS[None].astype(np.float64)) ** 2).sum(-1))
+    distances = np.sqrt(((x[:, None, :] - centroids[None]) ** 2).sum(-1))
     return np.column_stack([distances.argmin(axis=1), distances.min(axis=1)])
 
 
@@ -172,3 +173,55 @@ def running_containers(image: str) -> list[str]:
         timeout=60,
     )
     return found.stdout.split()
+
+
+# --- LocalSession: model, endpoint config, endpoint ---------------------------------------------
+
+
+def loopback(original: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """The SDK's compose file publishes the serving port on every interface; this binds it to
+    127.0.0.1 (the one SDK function wrapped, as tests/local_mode does for v2)."""
+
+    def create_docker_host(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        host: dict[str, Any] = original(self, *args, **kwargs)
+        if "ports" in host:
+            host["ports"] = [f"127.0.0.1:{mapping}" for mapping in host["ports"]]
+        return host
+
+    return create_docker_host
+
+
+def local_session_csv(
+    image: str, tarball: Path, root: Path, patch: pytest.MonkeyPatch, rows: np.ndarray
+) -> np.ndarray:
+    """create_model (``file://`` tarball) -> create_endpoint_config -> create_endpoint with
+    ``LocalSession`` (compose runs ``serve``), one CSV invoke_endpoint, delete_endpoint."""
+    from sagemaker.core import serializers
+    from sagemaker.core.local import LocalSession
+    from sagemaker.core.local.image import _SageMakerContainer
+
+    patch.setattr(
+        _SageMakerContainer,
+        "_create_docker_host",
+        loopback(_SageMakerContainer._create_docker_host),
+    )
+    session = LocalSession()
+    root.mkdir()
+    session.config = {"local": {"serving_port": free_port(), "container_root": str(root)}}
+    client, name = session.sagemaker_client, f"smserve-v3-{uuid.uuid4().hex[:8]}"
+    container = {"Image": image, "ModelDataUrl": f"file://{tarball}", "Environment": {}}
+    client.create_model(ModelName=name, PrimaryContainer=container)
+    variant = {"VariantName": "main", "ModelName": name, "InitialInstanceCount": 1}
+    variant["InstanceType"] = "local"
+    client.create_endpoint_config(EndpointConfigName=name, ProductionVariants=[variant])
+    client.create_endpoint(EndpointName=name, EndpointConfigName=name)
+    try:
+        reply = session.sagemaker_runtime_client.invoke_endpoint(
+            Body=serializers.CSVSerializer().serialize(rows),
+            EndpointName=name,
+            ContentType="text/csv",
+            Accept="text/csv",
+        )
+        return csv_numbers(reply["Body"].read())
+    finally:
+        client.delete_endpoint(EndpointName=name)
