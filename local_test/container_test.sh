@@ -487,6 +487,7 @@ main() {
     timed "1 CPU, 1 GiB" limits_serverless
   fi
   timed "tests/local_mode" local_mode_tests
+  [ "${SMSERVE_SKIP_LOCAL_MODE:-0}" = "1" ] || while IFS=$'\t' read -r label text; do record "$label" "$text"; [[ "$text" != FAILED* ]] || fail "$label: $text"; done < <(bash "$here/sdk_v3_test.sh" "$image" || true)
 
   echo
   echo "================ container_test summary ================"
