@@ -16,7 +16,7 @@ import subprocess
 import tarfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -175,3 +175,55 @@ def running(image: str) -> set[str]:
     )
     rows = (line.split(" ", 1) for line in found.stdout.splitlines() if " " in line)
     return {cid for cid, name in rows if name in (image, f"localhost/{image}")}
+
+
+# --- LocalSession: model, endpoint config, endpoint ---------------------------------------------
+
+
+def loopback(original: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """The SDK's compose file publishes the serving port on every interface; this binds it to
+    127.0.0.1 (the one SDK function wrapped, as tests/local_mode does for v2)."""
+
+    def create_docker_host(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        host: dict[str, Any] = original(self, *args, **kwargs)
+        if "ports" in host:
+            host["ports"] = [f"127.0.0.1:{mapping}" for mapping in host["ports"]]
+        return host
+
+    return create_docker_host
+
+
+def local_session_csv(
+    image: str, tarball: Path, root: Path, patch: pytest.MonkeyPatch, rows: np.ndarray
+) -> np.ndarray:
+    """create_model (``file://`` tarball) -> create_endpoint_config -> create_endpoint with
+    ``LocalSession`` (compose runs ``serve``), one CSV invoke_endpoint, delete_endpoint."""
+    from sagemaker.core import serializers
+    from sagemaker.core.local import LocalSession
+    from sagemaker.core.local.image import _SageMakerContainer
+
+    patch.setattr(
+        _SageMakerContainer,
+        "_create_docker_host",
+        loopback(_SageMakerContainer._create_docker_host),
+    )
+    session = LocalSession()
+    root.mkdir()
+    session.config = {"local": {"serving_port": free_port(), "container_root": str(root)}}
+    client, name = session.sagemaker_client, f"smserve-v3-{uuid.uuid4().hex[:8]}"
+    container = {"Image": image, "ModelDataUrl": f"file://{tarball}", "Environment": {}}
+    client.create_model(ModelName=name, PrimaryContainer=container)
+    variant = {"VariantName": "main", "ModelName": name, "InitialInstanceCount": 1}
+    variant["InstanceType"] = "local"
+    client.create_endpoint_config(EndpointConfigName=name, ProductionVariants=[variant])
+    client.create_endpoint(EndpointName=name, EndpointConfigName=name)
+    try:
+        reply = session.sagemaker_runtime_client.invoke_endpoint(
+            Body=serializers.CSVSerializer().serialize(rows),
+            EndpointName=name,
+            ContentType="text/csv",
+            Accept="text/csv",
+        )
+        return csv_numbers(reply["Body"].read())
+    finally:
+        client.delete_endpoint(EndpointName=name)
