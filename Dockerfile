@@ -2,7 +2,8 @@
 #
 #   docker build -t smserve .                                   # CPU-only XGBoost (default)
 #   docker build -t smserve:gpu --build-arg XGBOOST_PACKAGE=xgboost .   # CUDA-capable XGBoost
-#   docker run IMAGE serve | docker run IMAGE train | docker run IMAGE   (usage)
+#   docker run IMAGE serve | docker run IMAGE train | docker run IMAGE   (trains inside a training
+#   job's layout, /opt/ml/input/config/hyperparameters.json present; elsewhere usage, exit 2)
 #
 # Build arguments:
 #   BASE_IMAGE       any Debian-like image with Python >= 3.11, `python` and `pip` on PATH
@@ -122,5 +123,7 @@ WORKDIR /opt/ml
 EXPOSE 8080 8081
 # Exec form, no shell: `docker run IMAGE serve` runs `smserve serve` as PID 1, so SageMaker's
 # SIGTERM reaches the server directly (it drains, then exits before the SIGKILL 30 s later).
+# No CMD: `docker run IMAGE` alone (the SageMaker SDK v3's ModelTrainer in local mode) runs
+# `smserve` with no command, which trains inside a training job's layout and otherwise prints
+# the usage and exits 2.
 ENTRYPOINT ["smserve"]
-CMD ["--help"]

@@ -175,12 +175,14 @@ check_image() {
   [[ "$env" == *'"SM_MODEL_DIR=/opt/ml/model"'* ]] || fail "SM_MODEL_DIR not set: $env"
 
   # Named and removed by hand: podman's Docker API reports exit 0 for any `docker run --rm`.
+  # No command outside a training job's layout: the usage, and a failure (exit 2).
   containers+=("$name_prefix-usage")
-  if usage="$(docker run --name "$name_prefix-usage" "$image" 2>&1)" \
-    && [[ "$usage" == *serve* && "$usage" == *train* ]]; then
-    record "docker run IMAGE" "prints usage, exit 0 (ENTRYPOINT $entrypoint CMD $cmd)"
+  local status=0
+  usage="$(docker run --name "$name_prefix-usage" "$image" 2>&1)" || status=$?
+  if [ "$status" -eq 2 ] && [[ "$usage" == *serve* && "$usage" == *train* ]]; then
+    record "docker run IMAGE" "prints usage, exit 2 (ENTRYPOINT $entrypoint CMD $cmd)"
   else
-    fail "docker run $image (no command) should print usage naming serve and train: $usage"
+    fail "docker run $image (no command) should print usage naming serve and train, exit 2: exit $status: $usage"
   fi
 }
 
@@ -486,6 +488,7 @@ main() {
     timed "1 CPU, 1 GiB" limits_serverless
   fi
   timed "tests/local_mode" local_mode_tests
+  [ "${SMSERVE_SKIP_LOCAL_MODE:-0}" = "1" ] || while IFS=$'\t' read -r label text; do record "$label" "$text"; [[ "$text" != FAILED* ]] || fail "$label: $text"; done < <(bash "$here/sdk_v3_test.sh" "$image" || true)
 
   echo
   echo "================ container_test summary ================"

@@ -1,6 +1,7 @@
 """The valid bodies fuzz_requests.py starts from: every content type the server reads (CSV,
-JSON, JSON Lines, libsvm, RecordIO), TF Serving's four request forms, V2 infer bodies (JSON
-and Triton's binary extension), one CSV body near the payload limit, and chunked framing."""
+JSON, JSON Lines, libsvm, RecordIO, NumPy .npy in C and Fortran order), TF Serving's four
+request forms, V2 infer bodies (JSON and Triton's binary extension), one CSV body near the
+payload limit, and chunked framing."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import random
 
 import numpy as np
 
-from bench.fuzz.fuzz_mutations import BODY_TYPES, CSV, JSON, JSONL, LIBSVM
+from bench.fuzz.fuzz_mutations import BODY_TYPES, CSV, JSON, JSONL, LIBSVM, NPY
 from smserve.codecs.recordio.framing import frame
 from smserve.codecs.recordio.schema import Record
 
@@ -69,7 +70,15 @@ def encode(content_type: str, matrix: np.ndarray) -> bytes:
         return "".join(
             "0 " + " ".join(f"{i}:{v}" for i, v in enumerate(row)) + "\n" for row in rows
         ).encode()
+    if content_type == NPY:
+        return _npy(matrix if len(matrix) % 2 else np.asfortranarray(matrix, dtype=np.float64))
     return b"".join(frame(_record(row).SerializeToString()) for row in matrix)
+
+
+def _npy(matrix: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, matrix, allow_pickle=False)
+    return buffer.getvalue()
 
 
 def _record(row: np.ndarray) -> object:

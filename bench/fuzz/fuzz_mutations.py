@@ -11,8 +11,9 @@ import numpy as np
 
 CSV, JSON, JSONL = "text/csv", "application/json", "application/jsonlines"
 RECORDIO, LIBSVM = "application/x-recordio-protobuf", "text/libsvm"
-BODY_TYPES = (CSV, JSON, JSONL, RECORDIO, LIBSVM)
-ACCEPTS = (CSV, JSON, JSONL, RECORDIO, "*/*", "application/json;verbose=True",
+NPY = "application/x-npy"
+BODY_TYPES = (CSV, JSON, JSONL, RECORDIO, LIBSVM, NPY)
+ACCEPTS = (CSV, JSON, JSONL, RECORDIO, NPY, "*/*", "application/json;verbose=True",
            "text/csv; label_size=0", "text/csv;q=0.5, application/json;q=0.9", "image/png",
            "", "*/*;q=0", ";;;,,", "application/*", "text/libsvm", "application/x-parquet",
            "application/json, */*;q=0.1", ", ".join(["text/plain;q=0.1"] * 200))  # fmt: skip

@@ -6,9 +6,11 @@ so a 66 KB body can honestly inflate to 2 GiB."""
 
 from __future__ import annotations
 
+import io
 import struct
 from collections.abc import Iterable
 
+import numpy as np
 import pyarrow as pa
 
 GIB = 1 << 30
@@ -278,3 +280,30 @@ def _varint(value: int) -> bytes:
             return bytes(out + bytes([value]))
         out.append(value & 0x7F | 0x80)
         value >>= 7
+
+
+# NumPy .npy
+
+
+def npy_header(descr: str, shape: tuple[int, ...], fortran: bool = False) -> bytes:
+    """A .npy header only (version 1.0, or 2.0 past 64 KiB): what it declares, no values."""
+    text = f"{{'descr': {descr!r}, 'fortran_order': {fortran}, 'shape': {shape}, }}"
+    header = text.encode("latin1") + b"\n"
+    if len(header) < 1 << 16:
+        return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header
+    return b"\x93NUMPY\x02\x00" + struct.pack("<I", len(header)) + header
+
+
+def npy_object_array() -> bytes:
+    """An object array, saved as numpy saves one: a pickle after the header."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.array([[1.0, None]], dtype=object), allow_pickle=True)
+    return buffer.getvalue()
+
+
+def npy_fortran(rows: int, columns: int) -> bytes:
+    """A valid Fortran-order float64 array (served: read in its own order)."""
+    matrix = np.asfortranarray(np.full((rows, columns), 0.5))
+    buffer = io.BytesIO()
+    np.save(buffer, matrix, allow_pickle=False)
+    return buffer.getvalue()

@@ -180,9 +180,28 @@ def _register(document: dict[str, str]) -> Callable[[int], Outcome]:
     return run
 
 
+def _npy() -> list[Case]:
+    """NumPy bodies: a declared shape of 10^12 rows (no values sent), an object array (a
+    pickle), a header cut short, a header past numpy's bound, a Fortran-order array."""
+    npy, invoke = "application/x-npy", "/invocations"
+    return [
+        Case("npy-declares-1e12-rows", "bomb", XGB_NAMED,
+             post(invoke, bodies.npy_header("<f4", (10**12, 50)), npy), (413,), sample=True),
+        Case("npy-object-dtype", "wide", XGB_NAMED,
+             post(invoke, bodies.npy_object_array(), npy), (400,), sample=True),
+        Case("npy-truncated-header", "wide", XGB_NAMED,
+             post(invoke, bodies.npy_header("<f4", (2, 50))[:30], npy), (400,)),
+        Case("npy-header-100kb", "wide", XGB_NAMED,
+             post(invoke, bodies.npy_header("<f4", (1,) * 30_000), npy), (400,)),
+        Case("npy-fortran-order", "wide", XGB_NAMED,
+             post(invoke, bodies.npy_fortran(3, 50), npy), (200,)),
+    ]  # fmt: skip
+
+
 def all_cases() -> list[Case]:
     return [
         *_bombs(),
+        *_npy(),
         *_wide(),
         *_json_doors(),
         *_framing(),

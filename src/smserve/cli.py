@@ -3,10 +3,15 @@ SageMaker runs (``docker run IMAGE serve``; ``docker run IMAGE score ...`` score
 reads the environment once into Settings, applies flag overrides and passes them down; it is the
 only module that prints.
 
-Exit status: 0 for a clean stop, ``--help``, or no arguments at all (``docker run IMAGE`` prints
-the usage, which is not a failure); 2 for a usage error, bad configuration or a model that cannot
-be loaded; otherwise gunicorn's status (3: a worker failed to boot), training's, or scoring's
-(listed in ``smserve.scoring.command``)."""
+No command at all (``docker run IMAGE``, which is what the SageMaker SDK v3's ``ModelTrainer``
+runs in local mode) trains when SageMaker's training layout is there (``hyperparameters.json``
+in the training config folder), as SageMaker itself would run ``IMAGE train``; anywhere else
+it prints the usage and exits 2.
+
+Exit status: 0 for a clean stop or ``--help``; 2 for a usage error (no command outside a
+training job among them), bad configuration or a model that cannot be loaded; otherwise
+gunicorn's status (3: a worker failed to boot), training's, or scoring's (listed in
+``smserve.scoring.command``)."""
 
 from __future__ import annotations
 
@@ -20,7 +25,8 @@ from typing import Any
 
 from smserve import __version__
 from smserve.algorithms import catalog
-from smserve.config import Settings
+from smserve.config import Settings, TrainingSettings
+from smserve.config.reader import Reader
 from smserve.errors import ClientError, ConfigError, FrontEndError, StartupError
 from smserve.http import process
 from smserve.scoring import command as score_command
@@ -33,8 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:
-        parser.print_help()
-        return 0
+        return _no_command(parser, args)
     command: Callable[[argparse.Namespace], int] = args.run
     return command(args)
 
@@ -193,6 +198,20 @@ def _model(args: argparse.Namespace) -> int:
     if args.action == "upgrade":
         print(f"written:        {args.out} (UBJSON; predicts the same on probe rows)")
     return 0
+
+
+def _no_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """Train inside a training job's layout; elsewhere the usage, to stderr, and exit 2."""
+    layout = TrainingSettings.layout(Reader(os.environ))
+    hyperparameters = layout["config_dir"] / "hyperparameters.json"
+    if hyperparameters.is_file():
+        print(f"smserve: no command; {hyperparameters} is there: training", file=sys.stderr)
+        return _train(args)
+    parser.print_help(sys.stderr)
+    return _fail(
+        f"a command is needed (no training job here: {hyperparameters} does not exist); "
+        "serve, train, score or model"
+    )
 
 
 def _train(args: argparse.Namespace) -> int:

@@ -21,9 +21,10 @@ PARQUET = "application/x-parquet"  # the built-in XGBoost's name for a whole Par
 ARROW_STREAM = "application/vnd.apache.arrow.stream"  # Arrow IPC streaming format
 ARROW_FILE = "application/vnd.apache.arrow.file"  # Arrow IPC file (random-access) format
 OCTET_STREAM = "application/octet-stream"  # V2 bodies with binary tensors (Triton)
+NPY = "application/x-npy"  # one NumPy .npy array (the SageMaker SDK's NumpySerializer)
 # The formats the server reads (request bodies), as the metrics label them.
 READABLE = frozenset(
-    {CSV, JSON, JSONLINES, RECORDIO, LIBSVM, PARQUET, ARROW_STREAM, ARROW_FILE, OCTET_STREAM}
+    {CSV, JSON, JSONLINES, RECORDIO, LIBSVM, PARQUET, ARROW_STREAM, ARROW_FILE, OCTET_STREAM, NPY}
 )
 TEXT = "text/plain"  # TF Serving's metrics page
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus's text format

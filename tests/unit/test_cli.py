@@ -12,9 +12,31 @@ from smserve.cli import main, serve_main
 from tests.process.servers import free_port
 
 
-def test_no_arguments_prints_usage_and_succeeds(capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_command_outside_a_training_job_prints_usage_and_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SMSERVE_TRAINING_BASE_DIR", str(tmp_path))
+    monkeypatch.delenv("SM_INPUT_CONFIG_DIR", raising=False)
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert "usage: smserve" in err
+    assert "a command is needed (no training job here" in err
+
+
+def test_no_command_inside_a_training_job_trains(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What the SageMaker SDK v3's ModelTrainer runs: the image with no command.
+    (tmp_path / "input/config").mkdir(parents=True)
+    (tmp_path / "input/config/hyperparameters.json").write_text('{"num_round": "2"}')
+    (tmp_path / "input/data/train").mkdir(parents=True)
+    (tmp_path / "input/data/train/a.libsvm").write_text("1 0:1 1:2\n0 0:2 1:1\n1 0:1 1:3\n")
+    for name in ("SM_INPUT_CONFIG_DIR", "SM_MODEL_DIR", "SM_OUTPUT_DIR", "SM_CHANNEL_TRAIN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SMSERVE_TRAINING_BASE_DIR", str(tmp_path))
     assert main([]) == 0
-    assert "usage: smserve" in capsys.readouterr().out
+    assert "no command;" in capsys.readouterr().err
+    assert (tmp_path / "model" / "xgboost-model").is_file()
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["serve", "--help"], ["train", "--help"]])

@@ -16,6 +16,7 @@ def default_registry(settings: Settings) -> CodecRegistry:
     from smserve.codecs.json import JsonCodec
     from smserve.codecs.jsonlines import JsonLinesCodec
     from smserve.codecs.libsvm import LibsvmCodec
+    from smserve.codecs.npy import NpyCodec
     from smserve.codecs.parquet import ParquetCodec
     from smserve.codecs.recordio.codec import RecordioCodec
 
@@ -25,7 +26,8 @@ def default_registry(settings: Settings) -> CodecRegistry:
     libsvm = LibsvmCodec(index_base=settings.libsvm_index_base)
     recordio = RecordioCodec()
     parquet, arrow, arrow_file = ParquetCodec(), ArrowCodec(), ArrowCodec(file=True)
+    npy = NpyCodec()
     return CodecRegistry(
-        decoders=[csv, json, jsonlines, libsvm, recordio, parquet, arrow, arrow_file],
-        encoders=[json, jsonlines, csv, recordio, parquet, arrow, arrow_file],
+        decoders=[csv, json, jsonlines, libsvm, recordio, parquet, arrow, arrow_file, npy],
+        encoders=[json, jsonlines, csv, recordio, parquet, arrow, arrow_file, npy],
     )

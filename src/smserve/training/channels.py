@@ -4,7 +4,10 @@ A channel's content type comes from its ``ContentType`` entry; when that is miss
 is no ``inputdataconfig.json``, as in local runs, where the folders under ``input/data`` are
 the channels) the algorithm's default applies. A channel's files are every regular file under
 its folder, subfolders included, whose path has no part starting with ``.``, read in sorted
-order of their relative paths. Only File and FastFile input modes are supported.
+order of their relative paths. A channel that is a single file rather than a folder (the
+SageMaker SDK v3's ``ModelTrainer`` mounts a one-file channel so, at
+``/opt/ml/input/data/<channel>``) is that one file. Only File and FastFile input modes are
+supported.
 """
 
 from __future__ import annotations
@@ -43,8 +46,13 @@ class Channel:
 
     def files(self) -> list[Path]:
         """The channel's data files in read order; raises when there are none."""
+        if self.path.is_file():  # a channel mounted as its one file
+            return [self.path]
         if not self.path.is_dir():
-            raise TrainingError(f"channel {self.name!r}: folder {self.path} does not exist")
+            raise TrainingError(
+                f"channel {self.name!r}: {self.path} does not exist (a channel is a folder "
+                "of data files, or one data file)"
+            )
         found = sorted(
             (p for p in self.path.rglob("*") if p.is_file() and not _hidden(p, self.path)),
             key=lambda p: p.relative_to(self.path).as_posix(),
@@ -78,7 +86,7 @@ def load_channels(
 def _read_config(paths: TrainingPaths) -> dict[str, Mapping[str, Any]]:
     path = paths.input_data_config_file
     if not path.is_file():
-        return {name: {} for name in KNOWN_CHANNELS if paths.channel_dir(name).is_dir()}
+        return {name: {} for name in KNOWN_CHANNELS if paths.channel_dir(name).exists()}
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, OSError) as exc:
