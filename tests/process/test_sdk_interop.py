@@ -296,9 +296,9 @@ def test_boto3_invoke_endpoint(
     np.testing.assert_array_equal(np.array(got)[:, None], sdk.scores(binary.reference, features))
 
 
-NPY_BODY = ser.NumpySerializer().serialize(sdk.xgb_features(2))
+PNG_BODY = b"\x89PNG\r\n\x1a\n"  # what SageMaker's image algorithms take, never these
 ERRORS = [
-    pytest.param(("application/x-npy", NPY_BODY, "415"), id="415"),
+    pytest.param(("application/x-image", PNG_BODY, "415"), id="415"),
     pytest.param(("text/csv", b"0.5,1.0,x,2.0\n", "400"), id="400"),
 ]
 
@@ -324,7 +324,7 @@ def test_boto3_errors_are_client_errors(refused: tuple[ClientError, str, str]) -
     assert error.response["Error"]["Code"] == code
     assert error.response["ResponseMetadata"]["HTTPStatusCode"] == int(code)
     assert error.response["ResponseMetadata"]["RetryAttempts"] == 0
-    assert ("application/x-npy" if code == "415" else "row 1, column 3") in message
+    assert ("application/x-image" if code == "415" else "row 1, column 3") in message
 
 
 def test_boto3_error_message_is_ours(refused: tuple[ClientError, str, str]) -> None:

@@ -79,8 +79,16 @@ def _header(stream: io.BytesIO) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
         if reader is None:
             raise DecodeError(f"{NPY}: .npy format version {version} is not supported")
         shape, fortran, dtype = reader(stream, max_header_size=MAX_HEADER_BYTES)
-    except ValueError as exc:  # no magic, a truncated, oversized or malformed header
-        raise DecodeError(f"{NPY}: the body is not a readable .npy array: {exc}") from None
+    except DecodeError:
+        raise
+    except Exception as exc:  # any: see below
+        # No magic, a truncated, oversized or malformed header. numpy evaluates the header's
+        # dict with ast.literal_eval, so a mangled one raises whatever the tokenizer, the
+        # parser or the comparison of its keys raises (ValueError, SyntaxError, TokenError,
+        # TypeError, RecursionError: found by bench/fuzz, each a 500 before); the header is
+        # at most MAX_HEADER_BYTES, so nothing else is at stake here.
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DecodeError(f"{NPY}: the body is not a readable .npy array: {reason}") from None
     return tuple(shape), bool(fortran), _numeric(dtype)
 
 

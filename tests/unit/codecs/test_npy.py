@@ -13,7 +13,7 @@ import pytest
 from smserve.budget import MemoryBudget
 from smserve.codecs.base import DecodeContext
 from smserve.codecs.npy import NpyCodec
-from smserve.errors import DecodeError, NotAcceptable, PayloadTooLarge
+from smserve.errors import ClientError, DecodeError, NotAcceptable, PayloadTooLarge
 from smserve.media import NPY, MediaType
 from smserve.types import Prediction
 
@@ -207,3 +207,35 @@ def test_text_outputs_are_406() -> None:
 def test_round_trip_through_the_sdk_format() -> None:
     rows = np.random.default_rng(7).normal(size=(50, 5)).astype(np.float32)
     np.testing.assert_array_equal(decode(saved(rows)), rows)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "{'descr': '<f4', 'fortran_order': )False, 'shape': (2, 4), }",  # TokenError
+        "{'descr': ',<f4', 'fortran_order': False, 'shape': (2, 4), }",  # SyntaxError
+        "{'descr': '<f4', 'fortran_order': False,B'shape': (2, 4), }",  # TypeError
+        "{'descr': '<f4',, 'fortran_order': False,, 'shape': (2, 4), }",  # bench/fuzz seed 7
+        "{'descr': " + "(" * 3000 + ")" * 3000 + "}",  # deeply nested
+    ],
+)
+def test_a_mangled_header_is_400_whatever_numpy_raises(header: str) -> None:
+    """numpy evaluates the header with ast.literal_eval: each of these raised something other
+    than ValueError, which was a 500 (found by bench/fuzz)."""
+    with pytest.raises(DecodeError, match="not a readable .npy array"):
+        decode(with_header(header, b"\0" * 32))
+
+
+def test_random_mutations_of_a_header_are_never_more_than_a_client_error() -> None:
+    rng = np.random.default_rng(7)
+    good = saved(ROWS.astype(np.float32))
+    alphabet = b",:'()[]{} 0123456789-eE.<>|B"
+    for _ in range(3000):
+        body = bytearray(good)
+        for _ in range(int(rng.integers(1, 5))):
+            position = int(rng.integers(8, 100))
+            body[position] = alphabet[int(rng.integers(len(alphabet)))]
+        try:
+            decode(bytes(body))
+        except ClientError:  # a 4xx: what a client mistake may cost, never more
+            pass
