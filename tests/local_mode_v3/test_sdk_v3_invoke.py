@@ -107,3 +107,15 @@ def test_local_session_model_endpoint_config_endpoint(
     rows = v3.features(seed=6)
     answer = v3.local_session_csv(image, tarball, tmp_path / "root", monkeypatch, rows)
     v3.assert_answer(algorithm, model_dir, rows, answer)
+
+
+def test_local_session_batch_transform(
+    image: str, algorithm: str, model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """v3's local Batch Transform: create_model, then create_transform_job over a file://
+    folder; the assembled output equals the in-process answers row for row."""
+    (tmp_path / "archive").mkdir()
+    tarball = v3.archive(model_dir, tmp_path / "archive" / "model.tar.gz")
+    rows = v3.features(seed=8)
+    answer = v3.local_transform_csv(image, tarball, tmp_path / "root", monkeypatch, rows)
+    v3.assert_answer(algorithm, model_dir, rows, answer)

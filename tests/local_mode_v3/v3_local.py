@@ -227,3 +227,46 @@ def local_session_csv(
         return csv_numbers(reply["Body"].read())
     finally:
         client.delete_endpoint(EndpointName=name)
+
+
+def local_transform_csv(
+    image: str, tarball: Path, root: Path, patch: pytest.MonkeyPatch, rows: np.ndarray
+) -> np.ndarray:
+    """create_model (``file://`` tarball) -> create_transform_job with ``LocalSession``: the
+    SDK serves the image (``SAGEMAKER_BATCH=True``), sends a ``file://`` folder's CSV file
+    split by line, writes ``<file>.out`` to a ``file://`` output folder, and stops it."""
+    from sagemaker.core.local import LocalSession
+    from sagemaker.core.local.image import _SageMakerContainer
+
+    patch.setattr(
+        _SageMakerContainer,
+        "_create_docker_host",
+        loopback(_SageMakerContainer._create_docker_host),
+    )
+    session = LocalSession()
+    inputs, outputs = root / "in", root / "out"
+    for folder in (root / "work", inputs, outputs):
+        folder.mkdir(parents=True)
+    (inputs / "rows.csv").write_text("\n".join(",".join(repr(float(v)) for v in r) for r in rows))
+    session.config = {"local": {"serving_port": free_port(), "container_root": str(root / "work")}}
+    client, name = session.sagemaker_client, f"smserve-v3-{uuid.uuid4().hex[:8]}"
+    container = {"Image": image, "ModelDataUrl": f"file://{tarball}", "Environment": {}}
+    client.create_model(ModelName=name, PrimaryContainer=container)
+    source = {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": f"file://{inputs}"}}
+    client.create_transform_job(
+        TransformJobName=name,
+        ModelName=name,
+        TransformInput={"DataSource": source, "ContentType": "text/csv", "SplitType": "Line"},
+        TransformOutput={
+            "S3OutputPath": f"file://{outputs}",
+            "Accept": "text/csv",
+            "AssembleWith": "Line",
+        },
+        TransformResources={"InstanceType": "local", "InstanceCount": 1},
+        # Pinned: without it the SDK takes the container's /execution-parameters, whose
+        # BatchStrategy is spelled as SageMaker's contract spells it (MULTI_RECORD), and its
+        # own check accepts only the API's spelling (MultiRecord): "Invalid Batch Strategy".
+        BatchStrategy="MultiRecord",
+    )
+    assert client.describe_transform_job(TransformJobName=name)["TransformJobStatus"] == "Completed"
+    return csv_numbers((outputs / "rows.csv.out").read_bytes())
