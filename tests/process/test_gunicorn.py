@@ -187,23 +187,8 @@ def test_a_worker_killed_while_loading_ends_the_server_naming_the_oom_killer(
     # What the kernel's out-of-memory killer does to a worker loading a model too big for its
     # container: SIGKILL, no word. gunicorn alone would fork another worker to die the same way.
     port = free_port()
-    code = (
-        "import os, signal, sys\n"
-        "from smserve.config import Settings\n"
-        "from smserve.errors import StartupError\n"
-        "from smserve.http.server import run\n"
-        "def killed(): os.kill(os.getpid(), signal.SIGKILL)\n"
-        "try:\n"
-        f"    sys.exit(run(Settings(port={port}, workers=1, graceful_timeout_s=1), killed))\n"
-        "except StartupError as exc:\n"
-        "    sys.exit(f'failed to start: {exc}')\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        env=server_env(port, {"SMSERVE_FRONTEND": frontend}),
-        capture_output=True,
-        text=True,
-        timeout=120,
+    result = _served_with_a_factory(
+        port, frontend, "import os, signal", "os.kill(os.getpid(), signal.SIGKILL)"
     )
     assert result.returncode == 1, result.stderr
     assert "failed to start: a worker died while loading the model" in result.stderr
@@ -218,24 +203,7 @@ def test_a_worker_killed_while_loading_ends_the_server_naming_the_oom_killer(
 def test_a_worker_that_crashes_while_loading_is_reported_as_a_crash(frontend: str) -> None:
     # What XGBoost does on some invalid model files: SIGSEGV inside the library.
     port = free_port()
-    code = (
-        "import ctypes, sys\n"
-        "from smserve.config import Settings\n"
-        "from smserve.errors import StartupError\n"
-        "from smserve.http.server import run\n"
-        "def crashes(): ctypes.string_at(0)\n"
-        "try:\n"
-        f"    sys.exit(run(Settings(port={port}, workers=1, graceful_timeout_s=1), crashes))\n"
-        "except StartupError as exc:\n"
-        "    sys.exit(f'failed to start: {exc}')\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        env=server_env(port, {"SMSERVE_FRONTEND": frontend}),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = _served_with_a_factory(port, frontend, "import ctypes", "ctypes.string_at(0)")
     assert result.returncode == 1, result.stderr
     assert "failed to start: a worker crashed while loading the model" in result.stderr
     assert "Fatal Python error: Segmentation fault" in result.stderr
@@ -385,3 +353,28 @@ def test_large_explanations_reuse_their_memory(tmp_path: Path) -> None:
     # with the upstream worker), which pushed a mean of four over the bound under load.
     # Without tune_malloc every request faults 2,000-2,600.
     assert statistics.median(faults[2:]) < 400, faults
+
+
+def _served_with_a_factory(
+    port: int, frontend: str, imports: str, body: str
+) -> subprocess.CompletedProcess[str]:
+    """``server.run`` in a process of its own, one worker whose app factory runs ``body``
+    (after ``imports``); a StartupError ends it with ``failed to start: ...``."""
+    code = (
+        f"{imports}\nimport sys\n"
+        "from smserve.config import Settings\n"
+        "from smserve.errors import StartupError\n"
+        "from smserve.http.server import run\n"
+        f"def factory(): {body}\n"
+        "try:\n"
+        f"    sys.exit(run(Settings(port={port}, workers=1, graceful_timeout_s=1), factory))\n"
+        "except StartupError as exc:\n"
+        "    sys.exit(f'failed to start: {exc}')\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env=server_env(port, {"SMSERVE_FRONTEND": frontend}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
