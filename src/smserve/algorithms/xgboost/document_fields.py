@@ -7,6 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from smserve.algorithms.xgboost.ubjson import TYPED_ARRAYS
+
+ARRAYS = (list, *TYPED_ARRAYS)  # a JSON list, or a UBJSON typed array
+
 
 class Invalid(Exception):
     """The document breaks a rule; the message says where (the file is added later)."""
@@ -32,7 +36,7 @@ def whole(value: Any, what: str, signed: bool = False) -> int:
 
 def integers(value: Any, what: str) -> np.ndarray:
     """An array of integers (a JSON list or a UBJSON typed array) as int64."""
-    if not isinstance(value, (list, np.ndarray)):
+    if not isinstance(value, ARRAYS):
         raise Invalid(f"{what} is missing or not an array")
     try:
         array = np.asarray(value)
@@ -45,8 +49,13 @@ def integers(value: Any, what: str) -> np.ndarray:
     return array.astype(np.int64)
 
 
+def length(value: Any) -> int | None:
+    """The number of entries of an array (a JSON list or a UBJSON typed array), else None."""
+    return len(value) if isinstance(value, ARRAYS) else None  # type: ignore[arg-type]
+
+
 def sized(value: Any, n_nodes: int, what: str) -> Any:
-    if not isinstance(value, (list, np.ndarray)) or len(value) != n_nodes:
-        size = len(value) if isinstance(value, (list, np.ndarray)) else "no"
-        raise Invalid(f"{what} has {size} entries for {n_nodes} nodes")
+    size = length(value)
+    if size != n_nodes:
+        raise Invalid(f"{what} has {'no' if size is None else size} entries for {n_nodes} nodes")
     return value

@@ -23,8 +23,8 @@ import numpy as np
 import orjson
 import xgboost as xgb
 
-from smserve.algorithms.ubjson import UbjsonError, decode
 from smserve.algorithms.xgboost.fast_check import MAX_WIDTH
+from smserve.algorithms.xgboost.ubjson import TYPED_ARRAYS, UbjsonError, decode
 
 logger = logging.getLogger(__name__)
 
@@ -170,8 +170,8 @@ def base_margins(document: dict[str, Any], n_features: int) -> np.ndarray:
 
 
 def _listed(value: Any) -> Any:
-    if isinstance(value, np.ndarray):  # typed arrays left in the document (big-endian views)
-        return value.tolist()
+    if isinstance(value, TYPED_ARRAYS):  # typed arrays left in the document (big-endian views)
+        return np.asarray(value).tolist()
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 

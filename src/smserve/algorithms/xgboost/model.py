@@ -15,7 +15,6 @@ import xgboost as xgb
 
 from smserve.algorithms.confinement import file_size
 from smserve.algorithms.model_files import read_model_file
-from smserve.algorithms.ubjson import Truncated, UbjsonError, check_complete
 from smserve.algorithms.xgboost.approximate import LazyApproximation, spares_by_one_thread
 from smserve.algorithms.xgboost.direct import DirectPredictor, same_predictions
 from smserve.algorithms.xgboost.fast import FastSlot
@@ -98,9 +97,8 @@ def load_member(path: Path, allow_pickle: bool) -> Member:
 def _booster_from_document(path: Path, data: bytes) -> xgb.Booster:
     """The booster of a JSON or UBJSON model document (``data``, from the file ``path``): every
     model file, whatever its format, reaches XGBoost through here, checked before XGBoost
-    parses it: complete (``_check_complete``), then valid (``validation``)."""
-    _check_complete(path, data)
-    validate(path, data)
+    parses it: complete and valid (``validation``), and handed over as ``validation`` says."""
+    data = validate(path, data)
     booster = xgb.Booster()
     try:
         # Given bytes, XGBoost tells JSON from UBJSON by content; given a path it goes by the
@@ -124,28 +122,6 @@ def _load_logging_warnings(booster: xgb.Booster, path: Path, data: bytes) -> Non
     for warning in caught:
         text = str(warning.message).strip().splitlines() or [""]
         logger.warning("%s: XGBoost warned on loading: %s", path.name, _LOG_PREFIX.sub("", text[0]))
-
-
-def _check_complete(path: Path, data: bytes) -> None:
-    """Refuse a truncated JSON or UBJSON model before XGBoost parses it: XGBoost crashes the
-    process on some truncated UBJSON (see ``ubjson``)."""
-    if _JSON_START.match(data):
-        if not data.rstrip().endswith(b"}"):
-            raise ModelLoadError(_truncated(path, len(data), "the JSON document is not closed"))
-    elif data.startswith(b"{"):
-        try:
-            check_complete(data)
-        except Truncated as exc:
-            raise ModelLoadError(_truncated(path, len(data), str(exc))) from None
-        except UbjsonError as exc:
-            raise ModelLoadError(f"{path} is not a valid UBJSON XGBoost model: {exc}") from None
-
-
-def _truncated(path: Path, size: int, detail: str) -> str:
-    return (
-        f"{path} is truncated ({size} bytes; {detail}): the model file was cut short while "
-        "being saved or copied; save or copy it again"
-    )
 
 
 def _first_line(exc: BaseException) -> str:

@@ -29,9 +29,17 @@ import numpy as np
 import orjson
 
 from smserve import resources
-from smserve.algorithms.ubjson import UbjsonError, decode
-from smserve.algorithms.xgboost.document_fields import Invalid, integers, member, sized, whole
+from smserve.algorithms.xgboost.document_fields import (
+    ARRAYS,
+    Invalid,
+    integers,
+    length,
+    member,
+    sized,
+    whole,
+)
 from smserve.algorithms.xgboost.forest_arrays import joined, plain_forest
+from smserve.algorithms.xgboost.reencoded import reencoded
 from smserve.algorithms.xgboost.tree_checks import (
     Categories,
     InvalidTree,
@@ -40,6 +48,7 @@ from smserve.algorithms.xgboost.tree_checks import (
     check_tree,
     largest_category,
 )
+from smserve.algorithms.xgboost.ubjson import Truncated, UbjsonError, decode
 from smserve.errors import ModelLoadError
 
 _JSON_START = re.compile(rb"\s*\{\s*[\"}]")
@@ -78,27 +87,45 @@ def default_budget() -> LoadBudget:
     return LoadBudget.of(resources.detect())
 
 
-def validate(path: Path, data: bytes, budget: LoadBudget | None = None) -> None:
-    """Raise ModelLoadError naming ``path`` when the model document in ``data`` breaks a
-    rule of the module doc. Documents that are not JSON or UBJSON are left to XGBoost."""
+def validate(path: Path, data: bytes, budget: LoadBudget | None = None) -> bytes:
+    """The bytes XGBoost is to read for the model document ``data``: a checked JSON plain
+    forest as UBJSON (``reencoded``), else ``data``. Raise ModelLoadError naming ``path`` when
+    the document breaks a rule of the module doc. Documents that are not JSON or UBJSON are
+    left to XGBoost."""
     document = _decoded(path, data)
     if document is None:
-        return
+        return data
     try:
-        check_document(document, budget or default_budget())
+        forest = check_document(document, budget or default_budget())
     except Invalid as exc:
         raise ModelLoadError(f"{path} is not a valid XGBoost model: {exc}") from None
+    if forest is None or not _JSON_START.match(data):
+        return data
+    return reencoded(document, forest) or data
 
 
 def _decoded(path: Path, data: bytes) -> Any:
+    """The JSON or UBJSON document, None for other bytes; a truncated one is refused as such
+    (XGBoost crashes the process on some truncated UBJSON)."""
+    if _JSON_START.match(data) and not data.rstrip().endswith(b"}"):
+        raise ModelLoadError(_truncated(path, len(data), "the JSON document is not closed"))
     try:
         if _JSON_START.match(data):
             return _json(data)
         if data.startswith(b"{"):
             return decode(data)
+    except Truncated as exc:
+        raise ModelLoadError(_truncated(path, len(data), str(exc))) from None
     except (ValueError, UbjsonError, RecursionError) as exc:
         raise ModelLoadError(f"{path} is not a valid XGBoost model document: {exc}") from None
     return None
+
+
+def _truncated(path: Path, size: int, detail: str) -> str:
+    return (
+        f"{path} is truncated ({size} bytes; {detail}): the model file was cut short while "
+        "being saved or copied; save or copy it again"
+    )
 
 
 def _json(data: bytes) -> Any:
@@ -108,8 +135,9 @@ def _json(data: bytes) -> Any:
         return json.loads(data)
 
 
-def check_document(document: Any, budget: LoadBudget) -> None:
-    """Raise Invalid for the first rule ``document`` breaks."""
+def check_document(document: Any, budget: LoadBudget) -> TreeArrays | None:
+    """Raise Invalid for the first rule ``document`` breaks; return a plain forest's joined
+    node arrays (None for any other model)."""
     learner = member(document, "learner", dict)
     params = member(learner, "learner_model_param", dict)
     n_features = whole(params.get("num_feature", 0), "num_feature")
@@ -120,11 +148,12 @@ def check_document(document: Any, budget: LoadBudget) -> None:
     name = booster.get("name")
     if name == "gblinear":
         _check_linear(member(booster, "model", dict), n_features, groups)
-        return
+        return None
     holder = member(booster, "gbtree", dict) if name == "dart" else booster
     model = member(holder, "model", dict)
-    n_iterations = check_forest(model, n_features, groups, budget)
+    n_iterations, forest = check_forest(model, n_features, groups, budget)
     _check_best_iteration(learner, n_iterations)
+    return forest
 
 
 def _output_groups(params: dict[str, Any]) -> int:
@@ -133,8 +162,11 @@ def _output_groups(params: dict[str, Any]) -> int:
     return max(n_class, n_target, 1)
 
 
-def check_forest(model: dict[str, Any], n_features: int, groups: int, budget: LoadBudget) -> int:
-    """Check every tree, ``tree_info`` and ``iteration_indptr``; return the iteration count."""
+def check_forest(
+    model: dict[str, Any], n_features: int, groups: int, budget: LoadBudget
+) -> tuple[int, TreeArrays | None]:
+    """Check every tree, ``tree_info`` and ``iteration_indptr``; return the iteration count
+    and, for a plain forest (``forest_arrays``), its joined node arrays."""
     trees = member(model, "trees", list)
     declared = whole(member(model, "gbtree_model_param", dict).get("num_trees", 0), "num_trees")
     if declared != len(trees):
@@ -150,9 +182,9 @@ def check_forest(model: dict[str, Any], n_features: int, groups: int, budget: Lo
     sizes = [_declared_nodes(tree, index) for index, tree in enumerate(trees)]
     budget.check(sum(sizes) * NODE_BYTES, f"its {sum(sizes)} nodes")
     forest = _located(plain_forest, trees, sizes, None)
-    if forest is not None:  # scalar leaves, no categories: all trees at once
+    if forest is not None and not forest.split_type.any():  # all trees at once
         _located(check_tree, forest, n_features, None)
-        return _iterations(model, len(trees))
+        return _iterations(model, len(trees)), forest
     arrays = [
         _located(tree_arrays, tree, size, i)
         for i, (tree, size) in enumerate(zip(trees, sizes, strict=True))
@@ -164,7 +196,7 @@ def check_forest(model: dict[str, Any], n_features: int, groups: int, budget: Lo
             _located(check_tree, tree_array, n_features, index)
     bitfields = sum(_categorical(tree_array, index) for index, tree_array in enumerate(arrays))
     budget.check(bitfields, "its categorical splits' bitfields")
-    return _iterations(model, len(trees))
+    return _iterations(model, len(trees)), None
 
 
 def _located(check: Any, tree: Any, size: Any, index: int | None) -> Any:
@@ -229,10 +261,10 @@ def _leaf_slots(tree: dict[str, Any], width: int) -> int | None:
     """A vector-leaf tree's leaf count (its ``leaf_weights`` hold ``width`` per leaf)."""
     if width <= 1:
         return None
-    weights = tree.get("leaf_weights")
-    if not isinstance(weights, (list, np.ndarray)) or len(weights) % width:
+    size = length(tree.get("leaf_weights"))
+    if size is None or size % width:
         raise Invalid(f"leaf_weights is not a multiple of the leaf size {width}")
-    return len(weights) // width
+    return size // width
 
 
 _CATS = ("_nodes", "_segments", "_sizes", "")
@@ -257,7 +289,7 @@ def _check_best_iteration(learner: dict[str, Any], n_iterations: int) -> None:
 
 
 def _check_linear(model: dict[str, Any], n_features: int, groups: int) -> None:
-    weights = member(model, "weights", (list, np.ndarray))
+    weights = member(model, "weights", ARRAYS)
     expected = (n_features + 1) * groups
     if len(weights) != expected:
         raise Invalid(f"gblinear has {len(weights)} weights, not (features + 1) x groups")

@@ -15,7 +15,7 @@ import numpy as np
 
 from smserve.algorithms.xgboost.legacy import base_last, conventions
 from smserve.algorithms.xgboost.legacy.binary import LegacyModel
-from smserve.algorithms.xgboost.legacy.ubj import encode
+from smserve.algorithms.xgboost.ubjson_writer import encode
 from smserve.errors import ModelLoadError
 
 SCHEMA_VERSION = [3, 0, 5]  # the schema the document follows (3.2 reads it)

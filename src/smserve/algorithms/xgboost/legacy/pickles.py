@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from smserve.algorithms.model_files import unpickle
-from smserve.algorithms.ubjson import UbjsonError, member_bytes
 from smserve.algorithms.xgboost.legacy import base_last, conventions
 from smserve.algorithms.xgboost.legacy.binary import read
 from smserve.algorithms.xgboost.legacy.document import Extras, to_ubjson
+from smserve.algorithms.xgboost.ubjson import UbjsonError, member_bytes
 from smserve.errors import ModelLoadError
 
 CONFIG_MARKER = b"CONFIG-offset:"

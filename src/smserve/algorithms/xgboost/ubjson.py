@@ -1,9 +1,11 @@
-"""Checking that a UBJSON document (XGBoost's binary model format) is complete, without decoding
-it; and decoding one. The check exists because XGBoost 3 crashes the whole process (SIGSEGV, or
-an abort on an empty buffer) on some truncated UBJSON files instead of raising, so a file must
-be checked first. ``decode`` exists for ``xgboost.fast_trees``: XGBoost writes each tree's node
-arrays as typed arrays, which decode to numpy views of the bytes, exact float32 included, and
-without the memory a JSON parse of every number as a Python object costs.
+"""Decoding a UBJSON document (XGBoost's binary model format), refusing one that is not whole:
+XGBoost 3 crashes the whole process (SIGSEGV, or an abort on an empty buffer) on some truncated
+UBJSON files instead of raising, so a file must be decoded first. ``decode`` serves the
+load-time checks (``validation``) and ``xgboost.fast_trees``: XGBoost writes each tree's node
+arrays as typed arrays, which decode to read-only buffers over the document's bytes (exact
+float32 included, no Python object per number): numpy views here, or the compiled decoder's
+``TypedArray``s (``_ubjson.c``, the same values about ten times faster; this module decodes
+without it). ``np.asarray`` views either.
 
 Covers the UBJSON draft-12 markers XGBoost writes and reads, including typed, counted
 containers (``[$d#L<n>``), whose payload is skipped (or viewed) in one step.
@@ -15,6 +17,11 @@ import struct
 from typing import Any
 
 import numpy as np
+
+try:
+    from smserve.algorithms.xgboost import _ubjson
+except ImportError:  # built without its optional extension: the Python decoder below
+    _ubjson = None  # type: ignore[assignment]
 
 # Payload bytes after the marker for fixed-size values.
 _FIXED = {ord(c): size for c, size in (("Z", 0), ("N", 0), ("T", 0), ("F", 0), ("i", 1), ("U", 1))}
@@ -34,15 +41,6 @@ class UbjsonError(Exception):
 
 class Truncated(UbjsonError):
     """The document ends before its last value does."""
-
-
-def check_complete(data: bytes) -> None:
-    """Raise Truncated when ``data`` ends inside the document, UbjsonError when it is not
-    UBJSON or has bytes after the document."""
-    scanner = _Scanner(data)
-    scanner.value(scanner.marker(), 0)
-    if scanner.offset != len(data):
-        raise UbjsonError(f"{len(data) - scanner.offset} unexpected bytes after the document")
 
 
 class _Scanner:
@@ -122,10 +120,37 @@ class _Scanner:
             marker = self.marker()
 
 
+TYPED_ARRAYS: tuple[type, ...] = (
+    (np.ndarray,) if _ubjson is None else (np.ndarray, _ubjson.TypedArray)
+)
+
+
+def typed_format(array: Any) -> str:
+    """The struct format of one item of a typed array ``decode`` returned (big-endian)."""
+    return str(array.dtype.str if isinstance(array, np.ndarray) else array.format)
+
+
 def decode(data: bytes) -> Any:
     """The document as Python values: objects as dicts, strings and high-precision numbers as
-    str, typed arrays of numbers as read-only numpy arrays viewing ``data`` (big-endian).
-    Raises UbjsonError (Truncated) as ``check_complete`` does."""
+    str, typed arrays of numbers as read-only buffers over ``data`` (big-endian; one of
+    ``TYPED_ARRAYS``). Raises Truncated when ``data`` ends inside the document, UbjsonError
+    when it is not UBJSON or has bytes after the document."""
+    if _ubjson is not None:
+        return _compiled(bytes(data))
+    return decode_in_python(data)
+
+
+def _compiled(data: bytes) -> Any:
+    try:
+        return _ubjson.decode(data)
+    except EOFError as exc:
+        raise Truncated(str(exc)) from None
+    except (ValueError, RecursionError) as exc:
+        raise UbjsonError(str(exc)) from None
+
+
+def decode_in_python(data: bytes) -> Any:
+    """``decode`` without the compiled decoder: typed arrays as numpy views of ``data``."""
     decoder = _Decoder(data)
     value = decoder.decoded(decoder.marker(), 0)
     if decoder.offset != len(data):
@@ -178,7 +203,11 @@ class _Decoder(_Scanner):
         return items
 
     def text(self, size: int) -> str:
-        return bytes(self.data[self.take(size) : self.offset]).decode()
+        start = self.take(size)
+        try:
+            return bytes(self.data[start : self.offset]).decode()
+        except UnicodeDecodeError:
+            raise UbjsonError(f"a string at byte {start} is not UTF-8") from None
 
 
 def member_bytes(data: bytes, key: str) -> bytes | None:
