@@ -2,16 +2,18 @@
 injected mapping and frozen. Nothing else in the package reads the environment.
 
 ``constants`` holds the names and defaults, ``reader`` the typed reads of one mapping,
-``derived`` what is worked out from several variables, ``training`` the settings of ``train``."""
+``derived`` what is worked out from several variables, ``training`` the settings of ``train``,
+``declared`` the settings a door declares of its own (read into ``Settings.declared``)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from smserve.config import declared as declaring
 from smserve.config import derived
 from smserve.config.constants import (
     BATCH_STRATEGIES,
@@ -31,9 +33,10 @@ from smserve.config.constants import (
     LOG_LEVELS,
     MIB,
     NUMERIC_LOG_LEVELS,
-    RESERVED_PATH_PREFIXES,
+    SERVER_PREFIX,
     XGBOOST_DEVICES,
 )
+from smserve.config.declared import Declared
 from smserve.config.reader import Reader
 from smserve.config.training import TrainingSettings
 from smserve.resources import Resources, detect
@@ -56,11 +59,15 @@ __all__ = [
     "LOG_LEVEL_ALIASES",
     "FRONTENDS",
     "DEFAULT_METRICS_PATH",
-    "RESERVED_PATH_PREFIXES",
+    "SERVER_PREFIX",
     "DEFAULT_MAX_QUEUED",
+    "Declared",
+    "Reader",
     "Settings",
     "TrainingSettings",
 ]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +148,9 @@ class Settings:
     # AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL: an S3-compatible service for s3:// inputs
     # and outputs of ``smserve score`` (None: AWS itself; credentials are the AWS SDK's own)
     s3_endpoint_url: str | None = None
+    # The doors' own settings (``DoorSpec.settings``, ``config.declared``), by variable, as
+    # ``door_table.read_settings`` read them; one not read here has its default.
+    declared: declaring.Values = ()
 
     @classmethod
     def from_env(
@@ -217,6 +227,16 @@ class Settings:
             raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         return Settings(**{**values, **changes})
+
+    def read_declared(
+        self, environ: Mapping[str, str], settings: Sequence[Declared[Any]]
+    ) -> Settings:
+        """A copy holding ``settings`` (declared outside config) read from ``environ``."""
+        return self.replace(declared=declaring.read(environ, settings))
+
+    def with_value(self, setting: Declared[T], value: T) -> Settings:
+        """A copy in which the declared ``setting`` is ``value``."""
+        return self.replace(declared=declaring.replaced(self.declared, setting, value))
 
     @property
     def max_payload_mib(self) -> int:

@@ -12,7 +12,6 @@ from smserve.config.constants import (
     LOG_LEVELS,
     MIB,
     NUMERIC_LOG_LEVELS,
-    RESERVED_PATH_PREFIXES,
 )
 from smserve.config.reader import Reader
 from smserve.errors import ConfigError
@@ -61,8 +60,9 @@ def log_level(env: Reader) -> str:
 
 def metrics_path(env: Reader) -> str:
     """What SageMaker's MetricsEndpointPath allows (letters, digits, / _ . -; no ``..``; at
-    most 256 characters), without ``//`` (nginx merges slashes) or the server's own paths (a
-    door's are checked where the table of doors is read: ``door_table.check_settings``)."""
+    most 256 characters), without ``//`` (nginx merges slashes), not ``/``. The paths the
+    server and its doors answer are refused where the table of doors is read
+    (``door_table.check_settings``)."""
     name = "SMSERVE_METRICS_PATH"
     path = env.text(name) or DEFAULT_METRICS_PATH
     allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/_.-")
@@ -72,9 +72,8 @@ def metrics_path(env: Reader) -> str:
             f"{name}={path!r} must be an absolute path of letters, digits and / _ . - "
             "(no .. or //, at most 256 characters), such as /metrics"
         )
-    taken = next((p for p in RESERVED_PATH_PREFIXES if path.startswith(p.rstrip("/"))), None)
-    if taken is not None or path == "/":
-        raise ConfigError(f"{name}={path!r} is a path the server already answers ({taken or '/'})")
+    if path == "/":
+        raise ConfigError(f"{name}={path!r} is a path the server already answers (/)")
     return path
 
 
