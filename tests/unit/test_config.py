@@ -42,8 +42,6 @@ EVERY_VARIABLE = [
     ("SM_MODEL_DIR", "/models/a", "model_dir", Path("/models/a")),
     ("SAGEMAKER_BIND_TO_PORT", "9090", "port", 9090),
     ("SMSERVE_BIND_HOST", "127.0.0.1", "bind_host", "127.0.0.1"),
-    ("SMSERVE_GRPC_PORT", "9001", "grpc_port", 9001),
-    ("SMSERVE_GRPC_PORT", "9001", "grpc_requested", True),
     ("SMSERVE_MAX_QUEUED_REQUESTS", "9", "max_queued_requests", 9),
     ("SAGEMAKER_MODEL_SERVER_WORKERS", "3", "workers", 3),
     ("SMSERVE_THREADS", "4", "threads", 4),
@@ -128,8 +126,6 @@ def test_payload_in_mb_wins_over_max_content_length() -> None:
     [
         ("SAGEMAKER_BIND_TO_PORT", "http"),
         ("SAGEMAKER_BIND_TO_PORT", "0"),
-        ("SMSERVE_GRPC_PORT", "-1"),
-        ("SMSERVE_GRPC_PORT", "65536"),
         ("SAGEMAKER_MODEL_SERVER_WORKERS", "0"),
         ("SMSERVE_THREADS", "1.5"),
         ("SAGEMAKER_MODEL_SERVER_TIMEOUT", "-1"),
@@ -215,21 +211,3 @@ def test_training_settings_name_the_bad_variable() -> None:
     with pytest.raises(ConfigError, match="SMSERVE_LIBSVM_INDEX_BASE"):
         TrainingSettings.from_env({"SMSERVE_LIBSVM_INDEX_BASE": "2"})
     assert TrainingSettings.output_dir_of({"SM_OUTPUT_DIR": "/o"}) == Path("/o")
-
-
-@pytest.mark.parametrize(
-    ("env", "port"),
-    [
-        ({}, 8081),
-        ({"SAGEMAKER_BIND_TO_PORT": "8080"}, 0),  # an inference pipeline may own 8081
-        ({"SAGEMAKER_BIND_TO_PORT": "8080", "SMSERVE_GRPC_PORT": "9001"}, 9001),
-        ({"SMSERVE_GRPC_PORT": "0"}, 0),
-    ],
-)
-def test_the_grpc_port_setting(env: dict[str, str], port: int) -> None:
-    assert Settings.from_env(env).grpc_port == port
-
-
-def test_grpc_and_http_on_one_port_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="SMSERVE_GRPC_PORT=8080 is not a port of its own"):
-        Settings.from_env({"SMSERVE_GRPC_PORT": "8080"})

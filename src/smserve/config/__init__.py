@@ -17,7 +17,6 @@ from smserve.config import declared as declaring
 from smserve.config import derived
 from smserve.config.constants import (
     BATCH_STRATEGIES,
-    DEFAULT_GRPC_PORT,
     DEFAULT_MAX_MODEL_UNPACKED_MB,
     DEFAULT_MAX_QUEUED,
     DEFAULT_METRICS_PATH,
@@ -51,7 +50,6 @@ __all__ = [
     "DEFAULT_MODEL_DIR",
     "DEFAULT_MODELS_DIR",
     "DEFAULT_TRAINING_BASE_DIR",
-    "DEFAULT_GRPC_PORT",
     "DEFAULT_MAX_MODEL_UNPACKED_MB",
     "DEFAULT_REQUEST_MEMORY_RATIO",
     "LOG_LEVELS",
@@ -77,11 +75,6 @@ class Settings:
     model_dir: Path = DEFAULT_MODEL_DIR  # SM_MODEL_DIR
     port: int = 8080  # SAGEMAKER_BIND_TO_PORT
     bind_host: str = "0.0.0.0"  # SMSERVE_BIND_HOST: the address HTTP and gRPC listen on
-    # SMSERVE_GRPC_PORT: V2 over gRPC (0: off; off by default when SAGEMAKER_BIND_TO_PORT is
-    grpc_port: int = DEFAULT_GRPC_PORT  # set: SageMaker's pipelines may give 8081 to another)
-    # SMSERVE_GRPC_PORT set to a port: gRPC asked for, not only on by default (so a missing
-    # grpcio stops the server instead of turning the door off with a warning)
-    grpc_requested: bool = False
     workers: int = 1  # SAGEMAKER_MODEL_SERVER_WORKERS (default: cpu_count)
     # What the container may use (``smserve.resources``: its cgroup limits, else the affinity
     # mask and physical memory); worker, thread and memory defaults follow from them.
@@ -169,8 +162,6 @@ class Settings:
             model_dir=env.path("SM_MODEL_DIR", DEFAULT_MODEL_DIR),
             port=env.integer("SAGEMAKER_BIND_TO_PORT", 8080, minimum=1),
             bind_host=env.text("SMSERVE_BIND_HOST") or "0.0.0.0",
-            grpc_port=derived.grpc_port(env),
-            grpc_requested=env.integer("SMSERVE_GRPC_PORT", 0, minimum=0) != 0,
             timeout_s=env.integer("SAGEMAKER_MODEL_SERVER_TIMEOUT", 60, minimum=1),
             keep_alive_s=env.integer("SMSERVE_KEEP_ALIVE_S", 75, minimum=0),
             graceful_timeout_s=env.integer("SMSERVE_GRACEFUL_TIMEOUT_S", 25, minimum=0),

@@ -15,7 +15,6 @@ BATCH_STRATEGIES = ("MULTI_RECORD", "SINGLE_RECORD")
 DEFAULT_MODEL_DIR = Path("/opt/ml/model")
 DEFAULT_MODELS_DIR = Path("/opt/ml/models")
 DEFAULT_TRAINING_BASE_DIR = Path("/opt/ml")
-DEFAULT_GRPC_PORT = 8081  # MLServer's and KServe's gRPC port
 DEFAULT_MAX_MODEL_UNPACKED_MB = 2048  # generous for XGBoost and k-means; refuses archive bombs
 # Bytes a request may decode to per byte of its body (``smserve.budget``): JSON's parsed objects
 # take up to about 24 per byte; columnar bodies that compress better than this need it raised.

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from smserve.config.constants import (
-    DEFAULT_GRPC_PORT,
     DEFAULT_MAX_QUEUED,
     DEFAULT_METRICS_PATH,
     LOG_LEVEL_ALIASES,
@@ -16,17 +15,6 @@ from smserve.config.constants import (
 from smserve.config.reader import Reader
 from smserve.errors import ConfigError
 from smserve.resources import Resources
-
-
-def grpc_port(env: Reader) -> int:
-    default = 0 if env.text("SAGEMAKER_BIND_TO_PORT") else DEFAULT_GRPC_PORT
-    port = env.integer("SMSERVE_GRPC_PORT", default, minimum=0)
-    if port > 65535 or (port and port == env.integer("SAGEMAKER_BIND_TO_PORT", 8080)):
-        raise ConfigError(
-            f"SMSERVE_GRPC_PORT={port} is not a port of its own (1-65535, not the HTTP port "
-            "SAGEMAKER_BIND_TO_PORT), nor 0 (gRPC off)"
-        )
-    return port
 
 
 def max_payload_bytes(env: Reader) -> int:
