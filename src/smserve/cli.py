@@ -144,7 +144,8 @@ def _start(settings: Settings, demo_kind: str | None) -> int:
     from smserve import door_table
     from smserve.http import server
 
-    door_table.check_settings(settings)  # a setting that takes a door's path
+    # the doors' own settings, and no setting on a path the server answers
+    settings = door_table.read_settings(settings, os.environ)
     if demo_kind is not None:
         from smserve import demo
 

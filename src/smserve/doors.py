@@ -16,13 +16,13 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from smserve.budget import MemoryBudget
     from smserve.codecs import CodecRegistry
-    from smserve.config import Settings
-    from smserve.metrics import Metrics
+    from smserve.config import Declared, Settings
+    from smserve.metrics import Metrics, ProtocolNames
     from smserve.openapi import Fragment
     from smserve.repository.modes import Models
 
@@ -180,12 +180,19 @@ class DoorSpec:
       the door needs that may be missing (an optional package) and returns the settings to
       serve with: a door that is on only by default is turned off (with one warning line), one
       the user asked for raises ConfigError naming what to install;
-    * ``status_names``: the names its protocol gives HTTP statuses, where the metrics count
-      every door's requests in its names too;
+    * ``metric_names``: its protocol's own metric names (``metrics.protocol``: the families,
+      their buckets, how its statuses are named), in which the metrics count every door's
+      API requests too; the door serves their page itself (``Metrics.render``);
     * ``model_header``, ``request_id_header``: the request headers naming the model and the
       caller's request id, for the access log;
     * ``reserved_paths``: the path prefixes it answers, which no setting (the metrics page)
-      may take."""
+      may take;
+    * ``health_paths``: its health checks, which must answer while every worker is busy:
+      behind nginx the supervisor answers a GET (or HEAD) of each, 200 (empty) once the
+      server is ready, 503 in the door's envelope before (the door still routes them for
+      gunicorn alone); reserved like ``reserved_paths``;
+    * ``settings``: its own settings (``config.declared``): read with the others when the
+      server starts, listed in the settings reference, read back with ``Declared.of``."""
 
     name: str
     envelope: Envelope | None = None
@@ -194,7 +201,9 @@ class DoorSpec:
     openapi: Callable[[Setup], Fragment] | None = None
     listener: Start | None = None
     prepare: Callable[[Settings], Settings] | None = None
-    status_names: Callable[[int], str] | None = None
+    metric_names: ProtocolNames | None = None
     model_header: str | None = None
     request_id_header: str | None = None
     reserved_paths: tuple[str, ...] = ()
+    health_paths: tuple[str, ...] = ()
+    settings: tuple[Declared[Any], ...] = ()

@@ -7,8 +7,9 @@ import threading
 from pathlib import Path
 
 from smserve.config import Settings
-from smserve.metrics import BUCKET_LIMITS, Metrics
+from smserve.metrics import Metrics
 from smserve.repository import runtime
+from smserve.tfserving.metrics import BUCKET_LIMITS, NAMES
 
 
 def test_buckets_are_tf_servings() -> None:
@@ -19,9 +20,9 @@ def test_buckets_are_tf_servings() -> None:
 
 def test_render_without_a_directory() -> None:
     metrics = Metrics(None)
-    metrics.record("m", "OK", "predict", 15.0)
-    metrics.record("m", "INVALID_ARGUMENT", "predict", None)
-    lines = metrics.render().splitlines()
+    metrics.record(NAMES, "m", 200, "predict", 15e-6)
+    metrics.record(NAMES, "m", 400, "predict", None)
+    lines = metrics.render(NAMES).splitlines()
     assert lines[0] == "# TYPE :tensorflow:serving:request_count counter"
     assert ':tensorflow:serving:request_count{model_name="m",status="OK"} 1' in lines
     assert ':tensorflow:serving:request_count{model_name="m",status="INVALID_ARGUMENT"} 1' in lines
@@ -39,17 +40,17 @@ def test_render_without_a_directory() -> None:
 
 def test_label_values_are_escaped() -> None:
     metrics = Metrics(None)
-    metrics.record('a"b\\c', "OK", "", 1.0)
-    assert 'model_name="a\\"b\\\\c"' in metrics.render()
+    metrics.record(NAMES, 'a"b\\c', 200, "", 1e-6)
+    assert 'model_name="a\\"b\\\\c"' in metrics.render(NAMES)
 
 
 def test_files_of_several_processes_are_summed(tmp_path: Path) -> None:
     first, second = Metrics(tmp_path), Metrics(tmp_path)
     for _ in range(3):
-        first.record("m", "OK", "predict", 100.0)
-    second.record("m", "OK", "predict", 100.0)
+        first.record(NAMES, "m", 200, "predict", 1e-4)
+    second.record(NAMES, "m", 200, "predict", 1e-4)
     first.flush()
-    text = second.render()
+    text = second.render(NAMES)
     assert ':tensorflow:serving:request_count{model_name="m",status="OK"} 4' in text
     assert 'request_latency_count{model_name="m",API="predict",entrypoint="REST"} 4' in text
     assert len(list(tmp_path.glob("*.json"))) == 2
@@ -70,14 +71,16 @@ def test_concurrent_records_and_scrapes_lose_nothing(tmp_path: Path) -> None:
     metrics = Metrics(tmp_path)
     threads = [
         threading.Thread(
-            target=lambda: [metrics.record("m", "OK", "predict", 5.0) for _ in range(200)]
+            target=lambda: [metrics.record(NAMES, "m", 200, "predict", 5e-6) for _ in range(200)]
         )
         for _ in range(4)
     ]
-    scraper = threading.Thread(target=lambda: [metrics.render() for _ in range(20)])
+    scraper = threading.Thread(target=lambda: [metrics.render(NAMES) for _ in range(20)])
     for thread in [*threads, scraper]:
         thread.start()
     for thread in [*threads, scraper]:
         thread.join()
-    assert ':tensorflow:serving:request_count{model_name="m",status="OK"} 800' in metrics.render()
+    assert ':tensorflow:serving:request_count{model_name="m",status="OK"} 800' in metrics.render(
+        NAMES
+    )
     assert len(list(tmp_path.glob("*.json"))) == 1

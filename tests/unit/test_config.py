@@ -42,8 +42,6 @@ EVERY_VARIABLE = [
     ("SM_MODEL_DIR", "/models/a", "model_dir", Path("/models/a")),
     ("SAGEMAKER_BIND_TO_PORT", "9090", "port", 9090),
     ("SMSERVE_BIND_HOST", "127.0.0.1", "bind_host", "127.0.0.1"),
-    ("SMSERVE_GRPC_PORT", "9001", "grpc_port", 9001),
-    ("SMSERVE_GRPC_PORT", "9001", "grpc_requested", True),
     ("SMSERVE_MAX_QUEUED_REQUESTS", "9", "max_queued_requests", 9),
     ("SAGEMAKER_MODEL_SERVER_WORKERS", "3", "workers", 3),
     ("SMSERVE_THREADS", "4", "threads", 4),
@@ -106,11 +104,12 @@ def test_every_variable(name: str, value: str, field: str, expected: Any) -> Non
 
 # Detected from the container's limits (tests/unit/test_resources.py), not read from a variable.
 DETECTED = {"cpu_count", "memory_limit_bytes", "resources_note"}
+DECLARED = {"declared"}  # the doors' own variables: tests/unit/test_door_table.py
 
 
 def test_every_field_has_a_variable() -> None:
     variables = {field for _, _, field, _ in EVERY_VARIABLE}
-    assert variables | DETECTED == set(Settings.__dataclass_fields__)
+    assert variables | DETECTED | DECLARED == set(Settings.__dataclass_fields__)
 
 
 def test_blank_values_mean_unset() -> None:
@@ -127,8 +126,6 @@ def test_payload_in_mb_wins_over_max_content_length() -> None:
     [
         ("SAGEMAKER_BIND_TO_PORT", "http"),
         ("SAGEMAKER_BIND_TO_PORT", "0"),
-        ("SMSERVE_GRPC_PORT", "-1"),
-        ("SMSERVE_GRPC_PORT", "65536"),
         ("SAGEMAKER_MODEL_SERVER_WORKERS", "0"),
         ("SMSERVE_THREADS", "1.5"),
         ("SAGEMAKER_MODEL_SERVER_TIMEOUT", "-1"),
@@ -149,7 +146,7 @@ def test_payload_in_mb_wins_over_max_content_length() -> None:
         ("SMSERVE_METRICS_PATH", "/a//b"),
         ("SMSERVE_METRICS_PATH", "/a/../b"),
         ("SMSERVE_METRICS_PATH", "/metrics;"),
-        ("SMSERVE_METRICS_PATH", "/_smserve/probe"),  # the doors' paths: tests/unit/test_door_table
+        # the server's and the doors' paths: tests/unit/test_door_table.py
         ("SMSERVE_METRICS_PATH", "/"),
         ("SMSERVE_RESPONSE_BUFFER_KB", "100"),
     ],
@@ -214,21 +211,3 @@ def test_training_settings_name_the_bad_variable() -> None:
     with pytest.raises(ConfigError, match="SMSERVE_LIBSVM_INDEX_BASE"):
         TrainingSettings.from_env({"SMSERVE_LIBSVM_INDEX_BASE": "2"})
     assert TrainingSettings.output_dir_of({"SM_OUTPUT_DIR": "/o"}) == Path("/o")
-
-
-@pytest.mark.parametrize(
-    ("env", "port"),
-    [
-        ({}, 8081),
-        ({"SAGEMAKER_BIND_TO_PORT": "8080"}, 0),  # an inference pipeline may own 8081
-        ({"SAGEMAKER_BIND_TO_PORT": "8080", "SMSERVE_GRPC_PORT": "9001"}, 9001),
-        ({"SMSERVE_GRPC_PORT": "0"}, 0),
-    ],
-)
-def test_the_grpc_port_setting(env: dict[str, str], port: int) -> None:
-    assert Settings.from_env(env).grpc_port == port
-
-
-def test_grpc_and_http_on_one_port_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="SMSERVE_GRPC_PORT=8080 is not a port of its own"):
-        Settings.from_env({"SMSERVE_GRPC_PORT": "8080"})

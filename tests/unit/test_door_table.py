@@ -1,6 +1,7 @@
 """The door table: the only place outside a door's package that names a door, and enough for a
-new door to be served (routes, prefix, fast route, envelope, nginx, OpenAPI) with no other
-edit."""
+new door (tests/unit/teapot/, defined outside src/) to be served, counted and documented:
+routes, prefix, fast route, envelope, nginx location, OpenAPI fragment, metric names, reserved
+and health paths, and a setting of its own, with no other edit."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import ast
 import json
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,26 +19,17 @@ import smserve
 from smserve import door_table
 from smserve.cli import main
 from smserve.config import Settings
-from smserve.doors import (
-    DoorReply,
-    DoorRequest,
-    DoorSpec,
-    Envelope,
-    FastRoute,
-    Mount,
-    Prefix,
-    Route,
-    Setup,
-)
-from smserve.errors import ConfigError, InvalidInput
+from smserve.errors import ConfigError
 from smserve.frontend.nginx import ProxyLayout, render
+from smserve.frontend.sidecar import NOT_READY, Sidecar
 from smserve.http import fastpath
 from smserve.http.app import create_app
-from smserve.media import JSON, TEXT
-from smserve.openapi import Fragment
 from tests.fakes import EchoAlgorithm, fake_service
+from tests.unit.frontend.test_sidecar import get
+from tests.unit.teapot import door as teapot
 
 SOURCE = Path(smserve.__file__).parent
+ROOT = SOURCE.parents[1]
 
 
 def door_packages() -> tuple[str, ...]:
@@ -47,9 +40,6 @@ def door_packages() -> tuple[str, ...]:
         if name.startswith("smserve.") and getattr(module, "DOOR", None) in door_table.DOORS
     }
     return tuple(sorted(held))
-
-
-ENVELOPE = Envelope("teapot", ("fault",))
 
 
 def _imported(path: Path) -> set[str]:
@@ -64,7 +54,7 @@ def _imported(path: Path) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("layer", ["http", "frontend"])
+@pytest.mark.parametrize("layer", ["http", "frontend", "metrics", "config"])
 def test_no_module_of_the_server_layers_imports_a_door(layer: str) -> None:
     doors = door_packages()
     assert len(doors) == len(door_table.DOORS)
@@ -81,59 +71,26 @@ def test_the_table_names_every_door_once_and_starts_with_an_http_door() -> None:
     assert door_table.default_envelope().body("x") == b'{"error": "x", "message": "x"}'
 
 
-class TeapotDoor:
-    """A door of the test's own: it answers under /teapot, refuses with its envelope."""
-
-    def error_reply(self, exc: Exception, request: DoorRequest) -> DoorReply:
-        return DoorReply(400, ENVELOPE.body(str(exc)), JSON, model="pot", verb="brew")
-
-    def brew(self, request: DoorRequest) -> DoorReply:
-        if not request.body:
-            raise InvalidInput("send tea leaves")
-        return DoorReply(200, b"brewed " + request.body, TEXT, model="pot", verb="brew")
-
-    def anything(self, request: DoorRequest) -> DoorReply:
-        return DoorReply(200, f"{request.method} {request.path}".encode(), TEXT)
-
-
-def _open(setup: Setup) -> Mount:
-    door = TeapotDoor()
-    return Mount(
-        door,
-        (Route(("POST",), "/brew", "brew", door.brew),),
-        Prefix(re.compile(r"/teapot(?:/.*)?"), door.anything),
-        (FastRoute("POST", re.compile(r"/teapot/[a-z]+/pour"), "pour", door.brew),),
-    )
-
-
-TEAPOT = DoorSpec(
-    name="teapot",
-    envelope=ENVELOPE,
-    open=_open,
-    nginx_locations=("/teapot",),
-    openapi=lambda setup: Fragment({"/brew": {"post": {"operationId": "brew"}}}),
-    reserved_paths=("/brew", "/teapot"),
-)
-
-
 @pytest.fixture
 def teapot_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(door_table, "DOORS", (*door_table.DOORS, TEAPOT))
+    monkeypatch.setattr(door_table, "DOORS", (*door_table.DOORS, teapot.DOOR))
 
 
 @pytest.fixture
 def client(teapot_table: None, tmp_path: Path) -> FlaskClient:
-    settings = Settings(runtime_dir=tmp_path)
+    settings = door_table.read_settings(
+        Settings(runtime_dir=tmp_path), {"SMSERVE_TEAPOT_STRENGTH": "5"}
+    )
     return create_app(settings, fake_service(EchoAlgorithm(), settings)).test_client()
 
 
 def test_a_new_door_is_served_from_its_line_in_the_table(client: FlaskClient) -> None:
     brewed = client.post("/brew", data=b"green")
-    assert (brewed.status_code, brewed.data) == (200, b"brewed green")
+    assert (brewed.status_code, brewed.data) == (200, b"brewed green x5")
     assert client.get("/teapot/anything").data == b"GET /teapot/anything"
     refused = client.post("/brew")
     assert (refused.status_code, refused.get_json()) == (400, {"fault": "send tea leaves"})
-    assert "/brew" in client.get("/openapi.json").get_json()["paths"]
+    assert (client.get(teapot.HEALTH).status_code, client.get(teapot.HEALTH).data) == (200, b"")
     assert client.post("/invocations", data=b"1,2\n", content_type="text/csv").status_code == 200
 
 
@@ -144,10 +101,46 @@ def test_a_new_doors_fast_route_is_answered_in_front_of_flask(client: FlaskClien
     assert target is not None
     assert target.door_name == "teapot"
     poured = client.post("/teapot/blue/pour", data=b"black")
-    assert (poured.status_code, poured.data) == (200, b"brewed black")
+    assert (poured.status_code, poured.data) == (200, b"brewed black x5")
 
 
-def test_nginx_gives_a_new_door_its_location_and_envelope(
+def test_a_new_door_is_counted_in_its_own_names_and_on_the_metrics_page(
+    client: FlaskClient,
+) -> None:
+    client.post("/brew", data=b"green")
+    client.post("/brew")
+    client.post("/invocations", data=b"1,2\n", content_type="text/csv")
+    own = client.get(teapot.PAGE).data.decode()
+    assert 'teapot_brews_total{model_name="pot",status="brewed"} 1' in own
+    assert 'teapot_brews_total{model_name="pot",status="spilled"} 1' in own
+    labels = 'model_name="pot",API="brew",entrypoint="REST"'
+    assert f'teapot_brew_microseconds_bucket{{{labels},le="+Inf"}} 1' in own
+    # every door's API requests count in every door's names: /invocations in the teapot's,
+    # the teapot's brews in TF Serving's (the first door that declares names, still counted)
+    assert 'teapot_brews_total{model_name="model",status="brewed"} 1' in own
+    tf = client.get("/monitoring/prometheus/metrics").data.decode()
+    assert ':tensorflow:serving:request_count{model_name="pot",status="OK"} 1' in tf
+    page = client.get("/metrics").data.decode()
+    assert 'smserve_requests_total{door="teapot",model="pot",format="",status="200"} 1' in page
+
+
+def test_a_new_door_is_documented(client: FlaskClient) -> None:
+    assert "/brew" in client.get("/openapi.json").get_json()["paths"]
+    reference = door_table.settings_reference()
+    assert "| `SMSERVE_TEAPOT_STRENGTH` | `3` | spoons of tea per pot (1 to 9) |" in reference
+
+
+def test_a_new_doors_setting_is_read_checked_and_defaulted(teapot_table: None) -> None:
+    settings = door_table.read_settings(Settings(), {"SMSERVE_TEAPOT_STRENGTH": "7"})
+    assert teapot.STRENGTH.of(settings) == 7
+    assert teapot.STRENGTH.of(Settings()) == 3  # not read: its default
+    assert teapot.STRENGTH.of(settings.with_value(teapot.STRENGTH, 2)) == 2
+    for value, message in (("10", "at most 9 spoons"), ("x", "is not an integer")):
+        with pytest.raises(ConfigError, match=f"SMSERVE_TEAPOT_STRENGTH=.*{message}"):
+            door_table.read_settings(Settings(), {"SMSERVE_TEAPOT_STRENGTH": value})
+
+
+def test_nginx_gives_a_new_door_its_location_envelope_and_health_path(
     teapot_table: None, tmp_path: Path
 ) -> None:
     text = render(Settings(), ProxyLayout(tmp_path), as_root=False)
@@ -157,18 +150,47 @@ def test_nginx_gives_a_new_door_its_location_and_envelope(
     page = re.search(r"location = /_smserve/error/teapot/404 \{.*?return 404 '(.*?)'; \}", text)
     assert page is not None
     assert json.loads(page.group(1)) == {"fault": "no such route"}
+    for path in ("/ping", teapot.HEALTH):  # every door's health path, to the supervisor
+        health = text.split(f"location = {path} {{", 1)[1].split("}", 1)[0]
+        assert "proxy_pass http://smserve_supervisor;" in health
 
 
-@pytest.mark.parametrize(
-    "path", ["/ping", "/v2/metrics", "/monitoring/prometheus/metrics", "/v1/models/m"]
-)
-def test_a_setting_may_not_take_a_doors_path(path: str) -> None:
+@pytest.fixture
+def sidecar(teapot_table: None, tmp_path: Path) -> Iterator[Sidecar]:
+    served = Sidecar(tmp_path / "s.sock", "/metrics", tmp_path / "metrics")
+    served.start(dict)
+    yield served
+    served.close()
+
+
+def test_the_supervisor_answers_a_new_doors_health_path(sidecar: Sidecar, tmp_path: Path) -> None:
+    status, _, body = get(tmp_path / "s.sock", "GET", teapot.HEALTH)
+    assert (status, json.loads(body)) == (503, {"fault": NOT_READY})  # in the door's envelope
+    sidecar.ready.set()
+    for path in (teapot.HEALTH, "/ping"):
+        assert get(tmp_path / "s.sock", "GET", path)[::2] == (200, b"")
+
+
+def _taking(paths: tuple[str, ...]) -> list[str]:
+    """A metrics path inside each reserved path (a prefix, or the path itself)."""
+    return [path.rstrip("/") + ("/metrics" if path.endswith("/") else "") for path in paths]
+
+
+@pytest.mark.parametrize("path", _taking(door_table.reserved_paths()))
+def test_a_setting_may_not_take_a_path_the_server_answers(path: str) -> None:
     with pytest.raises(ConfigError, match=r"SMSERVE_METRICS_PATH=.* already answers"):
-        door_table.check_settings(Settings.from_env({"SMSERVE_METRICS_PATH": path}))
+        door_table.read_settings(Settings.from_env({"SMSERVE_METRICS_PATH": path}), {})
+
+
+def test_the_server_reserves_its_own_paths_and_every_doors() -> None:
+    reserved = door_table.reserved_paths()
+    assert reserved[:2] == ("/_smserve/", "/openapi.json")
+    for door in door_table.DOORS:
+        assert set(door.reserved_paths) | set(door.health_paths) <= set(reserved)
 
 
 def test_a_new_door_reserves_its_own_paths(teapot_table: None) -> None:
-    assert door_table.reserved_paths()[-2:] == ("/brew", "/teapot")
+    assert door_table.reserved_paths()[-3:] == ("/brew", "/teapot", teapot.HEALTH)
     with pytest.raises(ConfigError, match=r"already answers \(/teapot\)"):
         door_table.check_settings(Settings(metrics_path="/teapot/metrics"))
     door_table.check_settings(Settings(metrics_path="/ops/metrics"))
@@ -177,8 +199,19 @@ def test_a_new_door_reserves_its_own_paths(teapot_table: None) -> None:
 def test_serve_refuses_a_metrics_path_a_door_answers(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("SMSERVE_METRICS_PATH", "/v2/metrics")
+    taken = door_table.reserved_paths()[-1]  # the last door's
+    (path,) = _taking((taken,))
+    monkeypatch.setenv("SMSERVE_METRICS_PATH", path)
     assert main(["serve"]) == 2
-    assert "SMSERVE_METRICS_PATH='/v2/metrics' is a path the server already answers (/v2)" in (
-        capsys.readouterr().err
+    expected = f"SMSERVE_METRICS_PATH={path!r} is a path the server already answers ({taken})"
+    assert expected in capsys.readouterr().err
+
+
+def test_the_settings_reference_lists_every_doors_settings() -> None:
+    """docs/settings.md holds the table ``settings_reference`` writes, between its markers."""
+    text = (ROOT / "docs" / "settings.md").read_text()
+    begin, end = "<!-- doors' settings: begin -->\n", "<!-- doors' settings: end -->"
+    written = text.split(begin, 1)[1].split(end, 1)[0]
+    assert written == door_table.settings_reference(), (
+        "docs/settings.md is stale: put door_table.settings_reference() between its markers"
     )

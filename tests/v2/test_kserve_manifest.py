@@ -10,8 +10,10 @@ from typing import Any
 
 import yaml
 
+from smserve import door_table
 from smserve.config import Settings
 from smserve.v2.routes import parse_route
+from smserve.v2grpc.port import grpc_port
 
 MANIFEST = Path(__file__).parents[2] / "container" / "kserve-inferenceservice.yaml"
 
@@ -29,9 +31,9 @@ def _container() -> dict[str, Any]:
 def test_the_probes_are_the_v2_health_routes_on_the_served_port() -> None:
     container = _container()
     env = {item["name"]: item["value"] for item in container["env"]}
-    settings = Settings.from_env(env)
+    settings = door_table.read_settings(Settings.from_env(env), env)
     port = settings.port
-    assert [p["containerPort"] for p in container["ports"]] == [port, settings.grpc_port]
+    assert [p["containerPort"] for p in container["ports"]] == [port, grpc_port(settings)]
     assert [p.get("name") for p in container["ports"]] == [None, "h2c"]  # KServe's gRPC port
     for probe, action in (("readinessProbe", "ready"), ("livenessProbe", "live")):
         check = container[probe]["httpGet"]

@@ -19,6 +19,7 @@ from smserve.config import Settings
 from smserve.metrics import Metrics
 from smserve.v2.infer import ModelSource
 from smserve.v2grpc.api import GRPCInferenceAPI
+from smserve.v2grpc.port import serving_on
 from smserve.v2grpc.server import GrpcServer
 from tests.process.servers import free_port
 from tests.v2.conftest import api, call, models  # noqa: F401  # the REST door, same models
@@ -35,8 +36,8 @@ def start_server() -> Iterator[Start]:
 
     def start(source: ModelSource, metrics: Metrics | None = None, **settings: Any) -> str:
         port = free_port()
-        options = {"bind_host": "127.0.0.1", "grpc_port": port, "graceful_timeout_s": 2}
-        configured = Settings(**{**options, **settings})
+        options = {"bind_host": "127.0.0.1", "graceful_timeout_s": 2}
+        configured = serving_on(Settings(**{**options, **settings}), port)
         server = GrpcServer(GRPCInferenceAPI(source), configured, metrics)
         server.start()
         servers.append(server)

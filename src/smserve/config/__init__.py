@@ -2,20 +2,21 @@
 injected mapping and frozen. Nothing else in the package reads the environment.
 
 ``constants`` holds the names and defaults, ``reader`` the typed reads of one mapping,
-``derived`` what is worked out from several variables, ``training`` the settings of ``train``."""
+``derived`` what is worked out from several variables, ``training`` the settings of ``train``,
+``declared`` the settings a door declares of its own (read into ``Settings.declared``)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from smserve.config import declared as declaring
 from smserve.config import derived
 from smserve.config.constants import (
     BATCH_STRATEGIES,
-    DEFAULT_GRPC_PORT,
     DEFAULT_MAX_MODEL_UNPACKED_MB,
     DEFAULT_MAX_QUEUED,
     DEFAULT_METRICS_PATH,
@@ -31,9 +32,10 @@ from smserve.config.constants import (
     LOG_LEVELS,
     MIB,
     NUMERIC_LOG_LEVELS,
-    RESERVED_PATH_PREFIXES,
+    SERVER_PREFIX,
     XGBOOST_DEVICES,
 )
+from smserve.config.declared import Declared
 from smserve.config.reader import Reader
 from smserve.config.training import TrainingSettings
 from smserve.resources import Resources, detect
@@ -48,7 +50,6 @@ __all__ = [
     "DEFAULT_MODEL_DIR",
     "DEFAULT_MODELS_DIR",
     "DEFAULT_TRAINING_BASE_DIR",
-    "DEFAULT_GRPC_PORT",
     "DEFAULT_MAX_MODEL_UNPACKED_MB",
     "DEFAULT_REQUEST_MEMORY_RATIO",
     "LOG_LEVELS",
@@ -56,11 +57,15 @@ __all__ = [
     "LOG_LEVEL_ALIASES",
     "FRONTENDS",
     "DEFAULT_METRICS_PATH",
-    "RESERVED_PATH_PREFIXES",
+    "SERVER_PREFIX",
     "DEFAULT_MAX_QUEUED",
+    "Declared",
+    "Reader",
     "Settings",
     "TrainingSettings",
 ]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +75,6 @@ class Settings:
     model_dir: Path = DEFAULT_MODEL_DIR  # SM_MODEL_DIR
     port: int = 8080  # SAGEMAKER_BIND_TO_PORT
     bind_host: str = "0.0.0.0"  # SMSERVE_BIND_HOST: the address HTTP and gRPC listen on
-    # SMSERVE_GRPC_PORT: V2 over gRPC (0: off; off by default when SAGEMAKER_BIND_TO_PORT is
-    grpc_port: int = DEFAULT_GRPC_PORT  # set: SageMaker's pipelines may give 8081 to another)
-    # SMSERVE_GRPC_PORT set to a port: gRPC asked for, not only on by default (so a missing
-    # grpcio stops the server instead of turning the door off with a warning)
-    grpc_requested: bool = False
     workers: int = 1  # SAGEMAKER_MODEL_SERVER_WORKERS (default: cpu_count)
     # What the container may use (``smserve.resources``: its cgroup limits, else the affinity
     # mask and physical memory); worker, thread and memory defaults follow from them.
@@ -141,6 +141,9 @@ class Settings:
     # AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL: an S3-compatible service for s3:// inputs
     # and outputs of ``smserve score`` (None: AWS itself; credentials are the AWS SDK's own)
     s3_endpoint_url: str | None = None
+    # The doors' own settings (``DoorSpec.settings``, ``config.declared``), by variable, as
+    # ``door_table.read_settings`` read them; one not read here has its default.
+    declared: declaring.Values = ()
 
     @classmethod
     def from_env(
@@ -159,8 +162,6 @@ class Settings:
             model_dir=env.path("SM_MODEL_DIR", DEFAULT_MODEL_DIR),
             port=env.integer("SAGEMAKER_BIND_TO_PORT", 8080, minimum=1),
             bind_host=env.text("SMSERVE_BIND_HOST") or "0.0.0.0",
-            grpc_port=derived.grpc_port(env),
-            grpc_requested=env.integer("SMSERVE_GRPC_PORT", 0, minimum=0) != 0,
             timeout_s=env.integer("SAGEMAKER_MODEL_SERVER_TIMEOUT", 60, minimum=1),
             keep_alive_s=env.integer("SMSERVE_KEEP_ALIVE_S", 75, minimum=0),
             graceful_timeout_s=env.integer("SMSERVE_GRACEFUL_TIMEOUT_S", 25, minimum=0),
@@ -217,6 +218,16 @@ class Settings:
             raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         return Settings(**{**values, **changes})
+
+    def read_declared(
+        self, environ: Mapping[str, str], settings: Sequence[Declared[Any]]
+    ) -> Settings:
+        """A copy holding ``settings`` (declared outside config) read from ``environ``."""
+        return self.replace(declared=declaring.read(environ, settings))
+
+    def with_value(self, setting: Declared[T], value: T) -> Settings:
+        """A copy in which the declared ``setting`` is ``value``."""
+        return self.replace(declared=declaring.replaced(self.declared, setting, value))
 
     @property
     def max_payload_mib(self) -> int:

@@ -15,7 +15,6 @@ BATCH_STRATEGIES = ("MULTI_RECORD", "SINGLE_RECORD")
 DEFAULT_MODEL_DIR = Path("/opt/ml/model")
 DEFAULT_MODELS_DIR = Path("/opt/ml/models")
 DEFAULT_TRAINING_BASE_DIR = Path("/opt/ml")
-DEFAULT_GRPC_PORT = 8081  # MLServer's and KServe's gRPC port
 DEFAULT_MAX_MODEL_UNPACKED_MB = 2048  # generous for XGBoost and k-means; refuses archive bombs
 # Bytes a request may decode to per byte of its body (``smserve.budget``): JSON's parsed objects
 # take up to about 24 per byte; columnar bodies that compress better than this need it raised.
@@ -27,9 +26,9 @@ NUMERIC_LOG_LEVELS = ((10, "debug"), (20, "info"), (30, "warning"), (40, "error"
 LOG_LEVEL_ALIASES = {"warn": "warning", "fatal": "critical"}
 FRONTENDS = ("auto", "nginx", "gunicorn")
 DEFAULT_METRICS_PATH = "/metrics"  # where SageMaker scrapes unless ContainerMetricsConfig says
-# Paths the metrics page may not take that no door owns: nginx's and the supervisor's own. The
-# doors' paths are each DoorSpec's ``reserved_paths`` (``door_table.check_settings``).
-RESERVED_PATH_PREFIXES = ("/_smserve/",)
+# The prefix of the paths nginx and the supervisor answer themselves (error pages, the probe);
+# ``door_table.reserved_paths`` joins it to every door's (no setting may take one).
+SERVER_PREFIX = "/_smserve/"
 
 
 DEFAULT_MAX_QUEUED = 128  # requests waiting for a thread, off SageMaker: ~0.1 s of 1-row work

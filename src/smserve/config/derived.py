@@ -5,29 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from smserve.config.constants import (
-    DEFAULT_GRPC_PORT,
     DEFAULT_MAX_QUEUED,
     DEFAULT_METRICS_PATH,
     LOG_LEVEL_ALIASES,
     LOG_LEVELS,
     MIB,
     NUMERIC_LOG_LEVELS,
-    RESERVED_PATH_PREFIXES,
 )
 from smserve.config.reader import Reader
 from smserve.errors import ConfigError
 from smserve.resources import Resources
-
-
-def grpc_port(env: Reader) -> int:
-    default = 0 if env.text("SAGEMAKER_BIND_TO_PORT") else DEFAULT_GRPC_PORT
-    port = env.integer("SMSERVE_GRPC_PORT", default, minimum=0)
-    if port > 65535 or (port and port == env.integer("SAGEMAKER_BIND_TO_PORT", 8080)):
-        raise ConfigError(
-            f"SMSERVE_GRPC_PORT={port} is not a port of its own (1-65535, not the HTTP port "
-            "SAGEMAKER_BIND_TO_PORT), nor 0 (gRPC off)"
-        )
-    return port
 
 
 def max_payload_bytes(env: Reader) -> int:
@@ -61,8 +48,9 @@ def log_level(env: Reader) -> str:
 
 def metrics_path(env: Reader) -> str:
     """What SageMaker's MetricsEndpointPath allows (letters, digits, / _ . -; no ``..``; at
-    most 256 characters), without ``//`` (nginx merges slashes) or the server's own paths (a
-    door's are checked where the table of doors is read: ``door_table.check_settings``)."""
+    most 256 characters), without ``//`` (nginx merges slashes), not ``/``. The paths the
+    server and its doors answer are refused where the table of doors is read
+    (``door_table.check_settings``)."""
     name = "SMSERVE_METRICS_PATH"
     path = env.text(name) or DEFAULT_METRICS_PATH
     allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/_.-")
@@ -72,9 +60,8 @@ def metrics_path(env: Reader) -> str:
             f"{name}={path!r} must be an absolute path of letters, digits and / _ . - "
             "(no .. or //, at most 256 characters), such as /metrics"
         )
-    taken = next((p for p in RESERVED_PATH_PREFIXES if path.startswith(p.rstrip("/"))), None)
-    if taken is not None or path == "/":
-        raise ConfigError(f"{name}={path!r} is a path the server already answers ({taken or '/'})")
+    if path == "/":
+        raise ConfigError(f"{name}={path!r} is a path the server already answers (/)")
     return path
 
 

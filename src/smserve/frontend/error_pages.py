@@ -11,13 +11,13 @@ to a named location. An oversized header (nginx's internal 494) is answered 431.
 from __future__ import annotations
 
 from smserve import door_table
-from smserve.config import Settings
+from smserve.config import SERVER_PREFIX, Settings
 from smserve.door_table import default_envelope
 from smserve.doors import Envelope
 from smserve.errors import PayloadTooLarge
 from smserve.media import JSON
 
-ERROR_PREFIX = "/_smserve/error/"
+ERROR_PREFIX = f"{SERVER_PREFIX}error/"
 HEADER_BUFFER = "8k"  # one request line or header line; four of them for all the headers
 RETRY_AFTER = "add_header Retry-After 1 always; "  # on nginx's own 503: the queue is full
 _UNQUOTABLE = ("'", "$", "\\")  # cannot appear in a single-quoted nginx string literally

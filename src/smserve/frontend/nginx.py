@@ -16,8 +16,8 @@ What each part is for:
   gunicorn is closing. Up to ``UPSTREAM_KEPT`` idle ones are kept: each request in flight needs
   its own, and with a small cache every burst reopened connections whose requests then queued
   behind the rest (p99 6x p50 at 64 connections; 2.2x kept). An idle one costs a worker an fd.
-* ``/ping`` and the metrics page (SMSERVE_METRICS_PATH) go to the supervisor's own socket
-  (``frontend.sidecar``), never to a worker: they answer while every worker is busy.
+* Health paths (``DoorSpec.health_paths``) and the metrics page go to the supervisor's own
+  socket (``frontend.sidecar``), never to a worker: they answer while every worker is busy.
 * Answers are buffered: ``response_buffer_bytes`` per connection in memory, the rest in a
   temp file of at most ``response_spill_bytes``, so a client that reads slowly (or never)
   holds neither a gunicorn worker nor more than that much of nginx's memory. A larger answer
@@ -208,7 +208,7 @@ def _door_locations(settings: Settings) -> list[list[str]]:
 
 def _server(settings: Settings) -> list[str]:
     doors = _door_locations(settings)
-    sidecar = [_sidecar_location(path) for path in ("/ping", settings.metrics_path)]
+    sidecar = [_sidecar_location(p) for p in (*door_table.health_paths(), settings.metrics_path)]
     return [
         "server {",
         *_indent(_server_settings(settings)),

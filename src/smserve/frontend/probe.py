@@ -15,7 +15,9 @@ import socket
 import time
 from collections.abc import Callable
 
-PATH = "/_smserve/probe"
+from smserve.config import SERVER_PREFIX
+
+PATH = f"{SERVER_PREFIX}probe"
 _REQUEST = f"GET {PATH} HTTP/1.1\r\nHost: smserve-probe\r\nConnection: close\r\n\r\n".encode()
 POLL_S = 0.05
 

@@ -1,13 +1,15 @@
-"""``GET /ping`` and the metrics page, answered by the supervisor on a unix socket of its own.
+"""The doors' health checks (``/ping``) and the metrics page, answered by the supervisor on a
+unix socket of its own.
 
 Why not the workers: a gthread worker with one thread answers one request at a time, so behind
 a 30-second (or hour-long, asynchronous) prediction on every worker a health check or a
 metrics scrape would wait, and SageMaker would take the endpoint for dead. The supervisor
-already runs beside nginx and does nothing but wait for its children, so it answers these two
+already runs beside nginx and does nothing but wait for its children, so it answers these
 paths at once, whatever the workers do:
 
-* ``/ping``: 200 (empty) once nginx has carried a request to a worker and back (the
-  supervisor's start-up probe), 503 in the default door's envelope before that;
+* every door's ``health_paths`` (``door_table.health_paths``: SageMaker's ``/ping``): 200
+  (empty) once nginx has carried a request to a worker and back (the supervisor's start-up
+  probe), 503 in that door's envelope before that;
 * the metrics page (SMSERVE_METRICS_PATH): ``metrics.page`` over every worker's counts file
   and the processes of the server (this one, nginx, the gunicorn master and its workers).
 
@@ -25,6 +27,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
+from smserve import door_table
 from smserve.door_table import default_envelope
 from smserve.media import JSON, PROMETHEUS_TEXT
 from smserve.metrics import page, store
@@ -43,6 +46,7 @@ class Sidecar:
         self.ready = threading.Event()
         self.metrics_path = metrics_path
         self.metrics_dir = metrics_dir
+        self.health = door_table.health_paths()
         self.roles: Roles = dict
         self._server = _Server(str(socket_path), _Handler)
         self._server.sidecar = self
@@ -63,11 +67,12 @@ class Sidecar:
         if path == self.metrics_path:
             files = store.read_all(self.metrics_dir)
             return 200, PROMETHEUS_TEXT, page.render(files, self.roles()).encode()
-        if path != "/ping":
+        envelope = self.health.get(path)
+        if envelope is None:
             return 404, JSON, default_envelope().body("no such route")
         if self.ready.is_set():
             return 200, None, b""
-        return 503, JSON, default_envelope().body(NOT_READY)
+        return 503, JSON, envelope.body(NOT_READY)
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):

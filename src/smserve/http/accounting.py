@@ -6,7 +6,7 @@ its Content-Type only when the server reads that format, and a request for a mod
 not exist (404) counts without the name it asked for.
 
 Requests a door counts under an API name (``DoorReply.verb``) are also counted in the names
-of the door whose description carries ``status_names`` (TF Serving's canonical codes).
+of every door whose description carries ``metric_names`` (TF Serving's).
 
 The debug line (``AccessLog``, installed only at debug level, so it costs nothing otherwise)
 names what an operator looks for: the caller's request id (the default door's
@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
-from smserve.door_table import DEFAULT, DOORS
-from smserve.doors import DoorReply, DoorRequest
+from smserve import door_table
+from smserve.door_table import DEFAULT
+from smserve.doors import DoorReply, DoorRequest, DoorSpec
 from smserve.media import READABLE, canonical
-from smserve.metrics import Answered, Metrics
+from smserve.metrics import Answered, Metrics, ProtocolNames
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -35,10 +36,13 @@ MODEL_KEY = "smserve.model"  # the environ key where the answering model's name 
 OTHER_FORMAT = "other"
 _MAX_FORMATS = 256
 _formats: dict[str, str] = {}  # Content-Type header -> format label, for the common ones
-_NAMED: tuple[Callable[[int], str], ...] = tuple(
-    door.status_names for door in DOORS if door.status_names is not None
-)
-STATUS_NAMES = _NAMED[0] if _NAMED else None  # the protocol the metrics also name statuses in
+
+
+class _Seen:
+    """The table last seen, and its doors' metric names."""
+
+    doors: tuple[DoorSpec, ...] | None = None
+    names: tuple[ProtocolNames, ...] = ()
 
 
 def finish(
@@ -61,9 +65,17 @@ def finish(
         reply.verb or "",
         reply.model,
     )
-    names = STATUS_NAMES
-    metrics.finish(answered, None if reply.verb is None or names is None else names(status))
+    metrics.finish(answered, () if reply.verb is None else protocol_names())
     environ[MODEL_KEY] = reply.model
+
+
+def protocol_names() -> tuple[ProtocolNames, ...]:
+    """The doors' metric names (``door_table.metric_names``), found again only when the
+    table is another one (a test's)."""
+    doors = door_table.DOORS
+    if _Seen.doors is not doors:
+        _Seen.names, _Seen.doors = door_table.metric_names(), doors
+    return _Seen.names
 
 
 def format_label(content_type: str | None) -> str:

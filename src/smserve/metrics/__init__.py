@@ -1,11 +1,12 @@
 """Request, model and process metrics, summed over every gunicorn worker, as Prometheus text.
 
-Two pages from the same counts:
+Two kinds of page from the same counts:
 
 * the server's own, ``smserve_...`` names in Prometheus's conventions (``page``), at
   SMSERVE_METRICS_PATH (``/metrics``, where SageMaker scrapes); behind nginx the supervisor
   answers it, so a scrape never waits behind inference;
-* TF Serving's names at TF Serving's path (``tfserving``), answered by a worker as before.
+* a protocol's own names (``protocol``), for each door that declares some
+  (``DoorSpec.metric_names``: TF Serving's), at that door's own path, answered by a worker.
 
 Every worker counts in memory and writes its counts to a file of its own in the run directory
 (``store``); a page is the sum of those files.
@@ -13,16 +14,13 @@ Every worker counts in memory and writes its counts to a file of its own in the 
 
 from __future__ import annotations
 
+from smserve.metrics.protocol import ProtocolNames
 from smserve.metrics.store import FLUSH_INTERVAL_S, Answered, Metrics, count_worker_exit
-from smserve.metrics.tfserving import BUCKET_LIMITS, COUNT, LATENCY, PATH
 
 __all__ = [
-    "BUCKET_LIMITS",
-    "COUNT",
     "FLUSH_INTERVAL_S",
-    "LATENCY",
-    "PATH",
     "Answered",
     "Metrics",
+    "ProtocolNames",
     "count_worker_exit",
 ]

@@ -18,12 +18,12 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from smserve.metrics.protocol import ProtocolCounts, ProtocolNames
 from smserve.metrics.serving import ServingCounts
-from smserve.metrics.tfserving import TFCounts
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class Metrics:
     def __init__(self, directory: Path | None, models_loaded: Callable[[], int] = int) -> None:
         self.directory = directory
         self.models_loaded = models_loaded
-        self.tf = TFCounts()
+        self.protocols: dict[str, ProtocolCounts] = {}  # by count family: each protocol's
         self.serving = ServingCounts()
         self._lock = threading.Lock()
         self._flushing = threading.Lock()
@@ -52,11 +52,19 @@ class Metrics:
 
     # -- requests --------------------------------------------------------------------------
 
-    def record(self, model: str, status: str, api: str, latency_us: float | None) -> None:
-        """Count one request in TF Serving's names; ``latency_us`` only for a success."""
+    def record(
+        self, names: ProtocolNames, model: str, status: int, api: str, seconds: float | None
+    ) -> None:
+        """Count one request in a protocol's ``names`` alone; ``seconds`` only for a success."""
         with self._lock:
-            self.tf.record(model, status, api, latency_us)
+            self._counts(names).record(model, names.status(status), api, seconds)
         self._changed()
+
+    def _counts(self, names: ProtocolNames) -> ProtocolCounts:
+        counts = self.protocols.get(names.count)
+        if counts is None:
+            counts = self.protocols[names.count] = ProtocolCounts(names)
+        return counts
 
     def begin(self) -> None:
         """A request has started (``requests_in_flight``); ``finish`` ends it."""
@@ -64,20 +72,20 @@ class Metrics:
             self.serving.in_flight += 1
         self._changed()
 
-    def finish(self, answered: Answered, tf_status: str | None) -> None:
-        """Count a request ``begin`` started; ``tf_status``: also in TF's names (its code)."""
-        seconds = answered.seconds
+    def finish(self, answered: Answered, protocols: Sequence[ProtocolNames] = ()) -> None:
+        """Count a request ``begin`` started, also in each of ``protocols``' names."""
+        seconds, status = answered.seconds, answered.key[3]
         with self._lock:
             serving = self.serving
             serving.in_flight -= 1
             serving.count(answered.key, answered.size_in, answered.size_out)
-            if answered.key[3] < 300:
+            if status < 300:
                 serving.duration[answered.key[:2]].observe(seconds)
                 if answered.stages is not None:
                     serving.time_stages(answered.key[1], answered.stages)
-            if tf_status is not None:
-                latency_us = seconds * 1e6 if answered.key[3] < 300 else None
-                self.tf.record(answered.named, tf_status, answered.verb, latency_us)
+            timed, named = (seconds if status < 300 else None), answered.named
+            for names in protocols:
+                self._counts(names).record(named, names.status(status), answered.verb, timed)
         self._changed()
 
     # -- models ------------------------------------------------------------------------------
@@ -101,11 +109,12 @@ class Metrics:
 
     # -- files -------------------------------------------------------------------------------
 
-    def render(self) -> str:
-        """TF Serving's page: its names summed over every worker's file (and this process)."""
-        total = TFCounts()
+    def render(self, names: ProtocolNames) -> str:
+        """A protocol's page: its ``names`` summed over every worker's file (and this
+        process's counts)."""
+        total = ProtocolCounts(names)
         for data in self.all_counts():
-            total.add_json(data.get("tf", {}))
+            total.add_json(data.get("protocols", {}).get(names.count, {}))
         return total.render()
 
     def all_counts(self) -> list[dict[str, Any]]:
@@ -129,7 +138,8 @@ class Metrics:
         loaded = self.models_loaded()
         with self._lock:
             self.serving.models_loaded = loaded
-            return {"tf": self.tf.to_json(), "serving": self.serving.to_json()}
+            protocols = {name: c.to_json() for name, c in self.protocols.items()}
+            return {"protocols": protocols, "serving": self.serving.to_json()}
 
     def _changed(self) -> None:
         if not self._dirty.is_set():  # set() takes a lock and wakes waiters; once is enough
@@ -171,7 +181,7 @@ class Metrics:
 class Answered:
     """One answered request, as ``Metrics.finish`` counts it: ``key`` is its labels (door,
     model, format, status); ``verb`` and ``named`` (the model the request named, as TF
-    Serving's names count it) are for TF Serving's names."""
+    Serving's names count it) are for the protocols' names (``metrics.protocol``)."""
 
     __slots__ = ("key", "seconds", "size_in", "size_out", "stages", "verb", "named")
 

@@ -63,5 +63,6 @@ DOOR = DoorSpec(
     openapi=fragment,
     model_header=TARGET_HEADER,
     request_id_header=INFERENCE_ID_HEADER,
-    reserved_paths=("/ping", "/invocations", "/models", "/endpoints", "/execution-parameters"),
+    reserved_paths=("/invocations", "/models", "/endpoints", "/execution-parameters"),
+    health_paths=("/ping",),  # behind nginx, the supervisor answers it (frontend/sidecar.py)
 )

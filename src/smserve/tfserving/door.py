@@ -1,30 +1,18 @@
 """TF Serving's REST door as the server sees it: every path under ``/v1/`` (matched
 case-insensitively, as TF Serving does) handed to ``TFServingAPI``, errors as ``{"error"}``,
-and TF Serving's metrics page (its names, summed over every worker: ``smserve.metrics``).
+and TF Serving's metrics page (its names, summed over every worker: ``tfserving.metrics``).
 
-Its ``status_names`` are TF Serving's canonical codes for HTTP statuses: the metrics count
-every door's API requests in TF Serving's names too, and take the codes from here."""
+Its ``metric_names`` are TF Serving's (``tfserving.metrics``): the metrics count every door's
+API requests in them too, with TF Serving's canonical codes as statuses."""
 
 from __future__ import annotations
 
-from smserve import metrics
-from smserve.doors import (
-    DoorReply,
-    DoorRequest,
-    DoorSpec,
-    Envelope,
-    Handler,
-    Mount,
-    Prefix,
-    Route,
-    Setup,
-)
+from smserve.doors import DoorSpec, Envelope, Mount, Prefix, Route, Setup
 from smserve.media import TEXT
 from smserve.openapi import Fragment, text_page
-from smserve.tfserving import openapi
+from smserve.tfserving import metrics, openapi
 from smserve.tfserving.api import TFServingAPI
 from smserve.tfserving.routes import API_PREFIX
-from smserve.tfserving.status import canonical_code
 
 ENVELOPE = Envelope("plain", ("error",))
 PAGE_ID = "tfserving_metrics"
@@ -32,16 +20,8 @@ PAGE_ID = "tfserving_metrics"
 
 def open_door(setup: Setup) -> Mount:
     api = TFServingAPI(setup.models, setup.settings.max_payload_bytes, setup.budget)
-    page = Route(("GET",), metrics.PATH, "metrics", _page(setup), counted=False)
+    page = Route(("GET",), metrics.PATH, "metrics", metrics.page(setup), counted=False)
     return Mount(api, (page,), Prefix(API_PREFIX, api.handle))
-
-
-def _page(setup: Setup) -> Handler:
-    def page(request: DoorRequest) -> DoorReply:
-        """TF Serving's names, summed over every worker (see ``smserve.metrics``)."""
-        return DoorReply(200, setup.metrics.render().encode(), TEXT)
-
-    return page
 
 
 def fragment(setup: Setup) -> Fragment:
@@ -57,6 +37,6 @@ DOOR = DoorSpec(
     open=open_door,
     nginx_locations=("~* ^/v1/",),
     openapi=fragment,
-    status_names=canonical_code,
+    metric_names=metrics.NAMES,
     reserved_paths=("/v1/", "/monitoring/"),  # its API, and its metrics page's path
 )

@@ -22,6 +22,7 @@ from smserve.doors import Listener
 from smserve.errors import ConfigError
 from smserve.metrics import Metrics
 from smserve.v2.infer import ModelSource
+from smserve.v2grpc.port import GRPC_PORT, GrpcPort
 
 logger = logging.getLogger(__name__)
 
@@ -32,21 +33,22 @@ INSTALL = "pip install 'smserve[grpc]'"
 def prepare(settings: Settings) -> Settings:
     """``settings`` as they can be served: gRPC off (one warning) when grpcio is missing and
     the door is on only by default; ConfigError when SMSERVE_GRPC_PORT asked for it."""
-    if not settings.grpc_port or grpc_installed():
+    asked = GRPC_PORT.of(settings)
+    if not asked.port or grpc_installed():
         return settings
-    if settings.grpc_requested:
+    if asked.requested:
         raise ConfigError(
-            f"SMSERVE_GRPC_PORT={settings.grpc_port} asks for the gRPC door, but its package "
+            f"SMSERVE_GRPC_PORT={asked.port} asks for the gRPC door, but its package "
             f"{PACKAGE} is not installed: {INSTALL} (or unset SMSERVE_GRPC_PORT)"
         )
     logger.warning(
         "the gRPC door (port %d) is off: its package %s is not installed (%s; "
         "SMSERVE_GRPC_PORT=0 turns gRPC off without this warning)",
-        settings.grpc_port,
+        asked.port,
         PACKAGE,
         INSTALL,
     )
-    return settings.replace(grpc_port=0)
+    return settings.with_value(GRPC_PORT, GrpcPort(0))
 
 
 def grpc_installed() -> bool:
@@ -57,7 +59,7 @@ def grpc_installed() -> bool:
 def start(settings: Settings, models: ModelSource, metrics: Metrics | None) -> Listener | None:
     """The started gRPC server of this worker (None: gRPC is off), counting its calls in
     ``metrics``; raises StartupError."""
-    if not settings.grpc_port:
+    if not GRPC_PORT.of(settings).port:
         return None
     from smserve.v2grpc.api import GRPCInferenceAPI  # grpcio and the messages, only here
     from smserve.v2grpc.server import GrpcServer

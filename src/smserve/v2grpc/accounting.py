@@ -36,7 +36,7 @@ class RpcCount:
             return
         model = "" if status == HTTPStatus.NOT_FOUND else named_model(request)
         seconds = time.perf_counter() - self.started
-        self.metrics.finish(Answered((DOOR, model, "", status), seconds, sizes, None, ""), None)
+        self.metrics.finish(Answered((DOOR, model, "", status), seconds, sizes, None, ""))
 
 
 def named_model(request: Any) -> str:

@@ -34,6 +34,7 @@ from smserve.errors import InvalidInput, StartupError
 from smserve.metrics import Metrics
 from smserve.v2grpc.accounting import RpcCount
 from smserve.v2grpc.api import GRPCInferenceAPI, Method
+from smserve.v2grpc.port import grpc_port
 from smserve.v2grpc.protocol import MESSAGES, METHODS, SERVICE
 from smserve.v2grpc.status import status_of
 
@@ -72,7 +73,7 @@ class GrpcServer:
     ) -> None:
         self.api = api
         self.metrics = metrics
-        self.address = f"{settings.bind_host}:{settings.grpc_port}"
+        self.address = f"{settings.bind_host}:{grpc_port(settings)}"
         self.options = server_options(settings)
         self.grace_s = float(settings.graceful_timeout_s)
         self._listening = threading.Event()

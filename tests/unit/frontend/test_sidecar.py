@@ -38,7 +38,9 @@ def sidecar(tmp_path: Path) -> Iterator[Sidecar]:
 
 def get(path: Path, method: str, target: str) -> tuple[int, dict[str, str], bytes]:
     connection = UnixConnection(path)
-    connection.request(method, target, body=b"x" if method == "POST" else None)
+    # no body: the sidecar answers other methods 405 and closes without reading one, and a
+    # body sent after that answer fails with EPIPE now and then
+    connection.request(method, target)
     response = connection.getresponse()
     body = response.read()
     connection.close()
@@ -57,7 +59,7 @@ def test_ping_is_503_until_ready_then_200(sidecar: Sidecar, tmp_path: Path) -> N
 def test_the_metrics_page_sums_the_workers_files(sidecar: Sidecar, tmp_path: Path) -> None:
     worker = Metrics(tmp_path / "metrics")
     worker.begin()
-    worker.finish(Answered(("v2", "m", "application/json", 200), 0.01, (5, 6), None, "infer"), None)
+    worker.finish(Answered(("v2", "m", "application/json", 200), 0.01, (5, 6), None, "infer"))
     worker.flush()
     status, headers, body = get(tmp_path / "s.sock", "GET", "/custom/metrics")
     assert (status, headers["content-type"]) == (200, PROMETHEUS_TEXT)

@@ -13,6 +13,7 @@ from smserve.metrics import Answered, Metrics, count_worker_exit, page
 from smserve.metrics.exposition import Histogram, escape, labels, number
 from smserve.metrics.serving import DURATION_LIMITS, MAX_SERIES, ServingCounts
 from smserve.metrics.store import read_all
+from smserve.tfserving.metrics import NAMES
 
 LABEL = r'[a-zA-Z_]\w*="(?:[^"\\]|\\.)*"'
 SAMPLE = re.compile(rf"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{{{LABEL}(?:,{LABEL})*\}})? (\S+)$")
@@ -40,7 +41,7 @@ def test_counts_of_several_workers_are_summed(tmp_path: Path) -> None:
     for metrics, n in ((first, 3), (second, 2)):
         for _ in range(n):
             metrics.begin()
-            metrics.finish(answered(), "OK")
+            metrics.finish(answered(), (NAMES,))
         metrics.flush()
     second.begin()  # one still in flight
     second.flush()
@@ -53,14 +54,14 @@ def test_counts_of_several_workers_are_summed(tmp_path: Path) -> None:
     duration = 'smserve_request_duration_seconds_count{door="sagemaker",model="m"}'
     assert samples[duration] == 5
     # TF Serving's names come from the same files, at their own path
-    assert ':tensorflow:serving:request_count{model_name="m",status="OK"} 5' in first.render()
+    assert ':tensorflow:serving:request_count{model_name="m",status="OK"} 5' in first.render(NAMES)
 
 
 def test_the_latency_histogram_is_cumulative_in_seconds(tmp_path: Path) -> None:
     metrics = Metrics(tmp_path)
     for seconds in (0.0004, 0.0005, 0.003, 7.0, 5000.0):
         metrics.begin()
-        metrics.finish(answered(seconds=seconds), None)
+        metrics.finish(answered(seconds=seconds))
     samples = parse(page.render(metrics.all_counts(), {}))
     bucket = 'smserve_request_duration_seconds_bucket{door="sagemaker",model="m",le="%s"}'
     assert samples[bucket % "0.00025"] == 0
@@ -77,7 +78,7 @@ def test_only_successes_are_timed_but_every_status_is_counted(tmp_path: Path) ->
     metrics = Metrics(tmp_path)
     for status in (200, 415, 500):
         metrics.begin()
-        metrics.finish(answered(status=status), None)
+        metrics.finish(answered(status=status))
     samples = parse(page.render(metrics.all_counts(), {}))
     statuses = [k for k in samples if k.startswith("smserve_requests_total")]
     assert len(statuses) == 3
@@ -88,7 +89,7 @@ def test_stages_are_histograms_per_model(tmp_path: Path) -> None:
     metrics = Metrics(tmp_path)
     metrics.begin()
     stages = (0.001, 0.02, 0.0003)
-    metrics.finish(Answered(("sagemaker", "m", "", 200), 0.03, (1, 1), stages, "invocations"), None)
+    metrics.finish(Answered(("sagemaker", "m", "", 200), 0.03, (1, 1), stages, "invocations"))
     samples = parse(page.render(metrics.all_counts(), {}))
     for stage, seconds in zip(("decode", "predict", "encode"), stages, strict=True):
         labels_text = f'model="m",stage="{stage}"'
@@ -141,7 +142,7 @@ def test_hostile_label_values_are_escaped_and_bounded() -> None:
 def test_every_family_has_help_and_type_and_counters_end_in_total(tmp_path: Path) -> None:
     metrics = Metrics(tmp_path)
     metrics.begin()
-    metrics.finish(answered(), None)
+    metrics.finish(answered())
     text = page.render(metrics.all_counts(), {"worker": [os.getpid()]})
     types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.MULTILINE))
     assert set(re.findall(r"^# HELP (\S+) ", text, re.MULTILINE)) == set(types)
