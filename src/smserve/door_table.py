@@ -1,7 +1,7 @@
 """The front doors the server opens, in order: the one place that names them.
 
-The Flask app mounts each door's routes in this order (so an earlier door's routes and
-prefixes win), the fast path answers their fast routes, nginx gets a location for every door
+The dispatcher looks each door's routes up in this order (so an earlier door's routes win;
+every route before any prefix), nginx gets a location for every door
 that declares one, the worker starts every listener, ``/openapi.json`` joins their
 fragments, and no setting may take a path a door reserves (``check_settings``). The first
 door is the default one: its envelope answers whatever no door owns (an unrouted path, a

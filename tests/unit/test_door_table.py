@@ -22,7 +22,6 @@ from smserve.doors import (
     DoorRequest,
     DoorSpec,
     Envelope,
-    FastRoute,
     Mount,
     Prefix,
     Route,
@@ -30,8 +29,7 @@ from smserve.doors import (
 )
 from smserve.errors import ConfigError, InvalidInput
 from smserve.frontend.nginx import ProxyLayout, render
-from smserve.http import fastpath
-from smserve.http.app import create_app
+from smserve.http.app import create_app, dispatcher_of
 from smserve.media import JSON, TEXT
 from smserve.openapi import Fragment
 from tests.fakes import EchoAlgorithm, fake_service
@@ -100,9 +98,11 @@ def _open(setup: Setup) -> Mount:
     door = TeapotDoor()
     return Mount(
         door,
-        (Route(("POST",), "/brew", "brew", door.brew),),
+        (
+            Route(("POST",), "/brew", "brew", door.brew),
+            Route(("POST",), "/teapot/<kind>/pour", "pour", door.brew),
+        ),
         Prefix(re.compile(r"/teapot(?:/.*)?"), door.anything),
-        (FastRoute("POST", re.compile(r"/teapot/[a-z]+/pour"), "pour", door.brew),),
     )
 
 
@@ -137,12 +137,10 @@ def test_a_new_door_is_served_from_its_line_in_the_table(client: FlaskClient) ->
     assert client.post("/invocations", data=b"1,2\n", content_type="text/csv").status_code == 200
 
 
-def test_a_new_doors_fast_route_is_answered_in_front_of_flask(client: FlaskClient) -> None:
-    wrapper = client.application.wsgi_app
-    assert isinstance(wrapper, fastpath.FastPath)
-    target = wrapper._target("POST", "/teapot/blue/pour")
-    assert target is not None
-    assert target.door_name == "teapot"
+def test_a_new_doors_route_is_found_before_its_prefix(client: FlaskClient) -> None:
+    found = dispatcher_of(client.application).table.find("POST", "/teapot/blue/pour")
+    assert found is not None
+    assert (found.target.door_name, found.params) == ("teapot", {"kind": "blue"})
     poured = client.post("/teapot/blue/pour", data=b"black")
     assert (poured.status_code, poured.data) == (200, b"brewed black")
 
