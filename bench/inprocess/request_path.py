@@ -1,6 +1,7 @@
 """Benchmark: the HTTP layer's cost per request, in process: a raw WSGI call of the app (no
-sockets, no test client) for a 1-row ``POST /invocations``, ``GET /v2/models/<name>`` and a
-multi-model ``GET /models`` (three models loaded), each over a tiny k-means model. Prints the
+sockets, no test client) for a 1-row ``POST /invocations``, ``GET /v2/models/<name>``, TF
+Serving's ``GET /v1/models/<name>`` and a multi-model ``GET /models`` (three models loaded),
+each over a tiny k-means model. Prints the
 median microseconds per request of 5 rounds; asserts nothing.
 
     .venv/bin/python bench/inprocess/request_path.py [--requests 3000]
@@ -81,6 +82,8 @@ def main() -> None:
         print(f"POST /invocations 1 row: {per_request_us(app, row, count):.1f} us")
         meta = environ("GET", "/v2/models/model")
         print(f"GET /v2/models/model:    {per_request_us(app, meta, count):.1f} us")
+        status = environ("GET", "/v1/models/model")
+        print(f"GET /v1/models/model:    {per_request_us(app, status, count):.1f} us")
         for name in "abc":
             model_dir(tmp / "models" / name)
         multi = Settings(multi_model=True, models_dir=tmp / "models", runtime_dir=tmp / "run2")
