@@ -1,5 +1,5 @@
 """The door table: the only place outside a door's package that names a door, and enough for a
-new door to be served (routes, prefix, fast route, envelope, nginx, OpenAPI) with no other
+new door to be served (routes, prefix, envelope, nginx, OpenAPI) with no other
 edit."""
 
 from __future__ import annotations
