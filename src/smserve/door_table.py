@@ -1,14 +1,14 @@
 """The front doors the server opens, in order: the one place that names them.
 
-The Flask app mounts each door's routes in this order (so an earlier door's routes and
-prefixes win), the fast path answers their fast routes, nginx gets a location for every door
-that declares one and hands every door's health paths to the supervisor (which answers them),
-the worker starts every listener, ``/openapi.json`` joins their fragments, the metrics count
-every door's API requests in the names of each door that declares some, the settings reader
-and reference take each door's own settings, and no setting may take a path the server or a
-door reserves (``check_settings``). The first door is the default one: its envelope answers
-whatever no door owns (an unrouted path, a request that cannot be parsed). A new door is a
-package exporting a ``DoorSpec`` and one line here.
+The dispatcher looks each door's routes up in this order (so an earlier door's routes win;
+every route before any prefix), nginx gets a location for every door that declares one and
+hands every door's health paths to the supervisor (which answers them), the worker starts every
+listener, ``/openapi.json`` joins their fragments, the metrics count every door's API requests
+in the names of each door that declares some, the settings reader and reference take each
+door's own settings, and no setting may take a path the server or a door reserves
+(``check_settings``). The first door is the default one: its envelope answers whatever no door
+owns (an unrouted path, a request that cannot be parsed). A new door is a package exporting a
+``DoorSpec`` and one line here.
 
 Everything below reads ``DOORS`` when called, never at import, so a table a test supplies is
 the one served."""

@@ -3,7 +3,7 @@ how a door describes itself (``DoorSpec``), so that nothing outside its package 
 
 A door is a transport-free API over the model repository and the inference service, in a
 package of its own that exports one ``DoorSpec``: its name, its routes (opened over the
-models), its error envelope, its fast routes, what nginx must know of it, its OpenAPI
+models), its error envelope, what nginx must know of it, its OpenAPI
 fragment and its own listener, if any. ``smserve.door_table`` lists the doors in order; the
 HTTP layer, the gunicorn worker and the nginx configuration derive everything from that table,
 so a new door is its own package plus one line there. ``smserve.http`` turns HTTP requests
@@ -105,28 +105,19 @@ class Envelope:
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """``methods`` on ``rule`` (Flask's syntax), answered by ``handler``; ``name`` is the
-    route's name in the DoorRequest. ``counted``: the answer counts in the metrics and waits
-    for the models (a page about the server itself does neither)."""
+    """``methods`` on ``rule``, answered by ``handler``; ``name`` is the route's name in the
+    DoorRequest. A rule is a path whose ``<name>`` parts are its variables (the request's
+    ``params``): ``<name>`` one path segment, ``<path:name>`` the rest of the path (slashes
+    included), ``<model:name>`` a model name (the rest, never ending in ``/invoke``).
+    ``counted``: the answer counts in the metrics; ``waits``: it is 503 while the models load
+    (a page about the server itself does neither; ``/ping`` waits, uncounted)."""
 
     methods: tuple[str, ...]
     rule: str
     name: str
     handler: Handler
     counted: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class FastRoute:
-    """A request answered in front of the web framework: ``method`` on a path equal to
-    ``path`` (a string) or fully matching it (a pattern), read whole when it has a body.
-    ``counted`` as for Route."""
-
-    method: str
-    path: str | re.Pattern[str]
-    name: str
-    handler: Handler
-    counted: bool = True
+    waits: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,13 +131,12 @@ class Prefix:
 
 @dataclass(frozen=True, slots=True)
 class Mount:
-    """A door opened over the models: its ``door`` (for error replies), its routes, its
-    prefix and its fast routes."""
+    """A door opened over the models: its ``door`` (for error replies), its routes (each
+    declared once) and its prefix."""
 
     door: Door
     routes: tuple[Route, ...] = ()
     prefix: Prefix | None = None
-    fast: tuple[FastRoute, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ JsonObject = dict[str, Any]
 ErrorClasses = Sequence[type[ServingError]]
 
 # What the HTTP adapter answers on every door route before the door sees the request
-# (``http.doors.answer``, ``http.fastpath``): 503 while this worker loads its models ...
+# (``http.dispatch``): 503 while this worker loads its models ...
 ADAPTER_ERRORS: ErrorClasses = (ModelNotReady,)
 # ... and for a request with a body: 413 over the payload limit, 400 when it cannot be read.
 BODY_ERRORS: ErrorClasses = (PayloadTooLarge, InvalidInput)

@@ -1,5 +1,5 @@
-"""Every door's answers counted under conventional names (through the app, fast path and
-Flask alike), stage times for invocations, bounded labels, and the debug line per request."""
+"""Every door's answers counted under conventional names (exact and pattern routes alike),
+stage times for invocations, bounded labels, and the debug line per request."""
 
 from __future__ import annotations
 
@@ -79,23 +79,22 @@ def test_latency_and_its_stages_in_seconds(app: Flask) -> None:
     assert found[stage % ("sum", "decode")] + found[stage % ("sum", "encode")] < 0.08
 
 
-def test_the_fast_path_and_flask_count_alike(tmp_path: Path) -> None:
-    fast, slow = (
+def test_an_exact_and_a_pattern_route_count_alike(tmp_path: Path) -> None:
+    exact, pattern = (
         create_app(
             runtime.prepare(Settings(runtime_dir=tmp_path / d)), fake_service(EchoAlgorithm())
         )
         for d in "ab"
     )
-    for client in (fast.test_client(), slow.test_client()):
-        # /endpoints/<name>/invocations is Flask's; /invocations the fast path's
-        path = "/invocations" if client.application is fast else "/endpoints/e/invocations"
+    for client in (exact.test_client(), pattern.test_client()):
+        path = "/invocations" if client.application is exact else "/endpoints/e/invocations"
         client.post(path, data=ROWS, content_type="text/csv")
         client.post(path, data=b"x", content_type="text/csv")
 
     def counted(app: Flask) -> list[str]:
         return sorted(k for k in samples(app.test_client()) if k.startswith("smserve_requests_"))
 
-    assert counted(fast) == counted(slow)
+    assert counted(exact) == counted(pattern)
 
 
 def test_the_page_path_is_a_setting(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """Per-request outputs over HTTP with real models: X-Amzn-SageMaker-Custom-Attributes
-``outputs=...`` on /invocations (the fast path), /endpoints/<name>/invocations (Flask),
+``outputs=...`` on /invocations (an exact route), /endpoints/<name>/invocations (a pattern),
 multi-model invoke and batch mode; the answer names the outputs it holds."""
 
 from __future__ import annotations

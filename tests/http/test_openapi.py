@@ -1,6 +1,7 @@
 """GET /openapi.json: a valid OpenAPI 3.1 document that describes every route the app
-answers, and nothing else. Flask's rules and the prefix doors' grammars are walked; each must
-have an operation, and each operation must be a route (so the document cannot drift)."""
+answers, and nothing else. The dispatcher's routes and the prefix doors' grammars are walked;
+each must have an operation, and each operation must be a route (so the document cannot
+drift)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,15 @@ from openapi_spec_validator import validate
 
 from smserve.codecs import default_registry
 from smserve.config import Settings
-from smserve.http.app import create_app
+from smserve.http.app import create_app, dispatcher_of
 from smserve.repository import runtime
 from smserve.tfserving import routes as tfserving_routes
 from smserve.v2 import routes as v2_routes
 from tests.fakes import EchoAlgorithm, fake_service
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-# Flask adds HEAD to every GET rule and OPTIONS to every rule; neither is an operation.
+# The dispatcher answers HEAD on every GET route and OPTIONS on every route; neither is an
+# operation.
 IMPLICIT = frozenset({"HEAD", "OPTIONS"})
 SAMPLES = {"model": "m%2Fx", "model_name": "m", "version": "3", "model_version": "3"}
 SAMPLES |= {"label": "stable", "name": "alpha"}
@@ -57,12 +59,12 @@ def operations(document: dict[str, Any]) -> set[tuple[str, str]]:
     }
 
 
-def flask_routes(app: Flask) -> set[tuple[str, str]]:
-    """Every (method, path) Flask routes, in OpenAPI's placeholder syntax."""
+def declared_routes(app: Flask) -> set[tuple[str, str]]:
+    """Every (method, path) the dispatcher's routes declare, in OpenAPI's placeholder syntax."""
     found = set()
-    for rule in app.url_map.iter_rules():
-        path = re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule.rule)
-        found.update((method, path) for method in (rule.methods or set()) - IMPLICIT)
+    for methods, rule in dispatcher_of(app).table.rules:
+        path = re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule)
+        found.update((method, path) for method in set(methods) - IMPLICIT)
     return found
 
 
@@ -79,10 +81,10 @@ def test_the_document_is_valid_openapi_3_1(single: dict[str, Any]) -> None:
     validate(single)
 
 
-def test_every_flask_route_is_documented_and_nothing_else(app: Flask) -> None:
+def test_every_route_is_documented_and_nothing_else(app: Flask) -> None:
     documented = operations(document_of(app))
     outside = {op for op in documented if not under_prefix(op, "/v1/") | under_prefix(op, "/v2/")}
-    assert outside == flask_routes(app)
+    assert outside == declared_routes(app)
     assert ("POST", "/models") not in outside  # a single-model server has no /models
 
 
@@ -92,7 +94,7 @@ def test_multi_model_routes_are_documented_on_a_multi_model_server(
     app, document = multi
     validate(document)
     outside = {op for op in operations(document) if not op[1].startswith(("/v1/", "/v2"))}
-    assert outside == flask_routes(app)
+    assert outside == declared_routes(app)
     assert {("DELETE", "/models/{name}"), ("POST", "/models/{name}/invoke")} <= outside
 
 

@@ -199,7 +199,7 @@ def test_unexpected_errors_are_500_with_a_fixed_message(
     settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     client = create_app(settings, fake_service(FailingAlgorithm(), settings)).test_client()
-    with caplog.at_level(logging.ERROR, logger="smserve.http.errors"):
+    with caplog.at_level(logging.ERROR, logger="smserve.failures"):
         response = client.post("/invocations", data=ROWS, content_type="text/csv")
     assert response.status_code == 500
     assert error_of(response) == INTERNAL_ERROR_MESSAGE

@@ -1,7 +1,7 @@
 """The door table: the only place outside a door's package that names a door, and enough for a
 new door (tests/unit/teapot/, defined outside src/) to be served, counted and documented:
-routes, prefix, fast route, envelope, nginx location, OpenAPI fragment, metric names, reserved
-and health paths, and a setting of its own, with no other edit."""
+routes (one found before its prefix), prefix, envelope, nginx location, OpenAPI fragment,
+metric names, reserved and health paths, and a setting of its own, with no other edit."""
 
 from __future__ import annotations
 
@@ -22,8 +22,7 @@ from smserve.config import Settings
 from smserve.errors import ConfigError
 from smserve.frontend.nginx import ProxyLayout, render
 from smserve.frontend.sidecar import NOT_READY, Sidecar
-from smserve.http import fastpath
-from smserve.http.app import create_app
+from smserve.http.app import create_app, dispatcher_of
 from tests.fakes import EchoAlgorithm, fake_service
 from tests.unit.frontend.test_sidecar import get
 from tests.unit.teapot import door as teapot
@@ -94,12 +93,10 @@ def test_a_new_door_is_served_from_its_line_in_the_table(client: FlaskClient) ->
     assert client.post("/invocations", data=b"1,2\n", content_type="text/csv").status_code == 200
 
 
-def test_a_new_doors_fast_route_is_answered_in_front_of_flask(client: FlaskClient) -> None:
-    wrapper = client.application.wsgi_app
-    assert isinstance(wrapper, fastpath.FastPath)
-    target = wrapper._target("POST", "/teapot/blue/pour")
-    assert target is not None
-    assert target.door_name == "teapot"
+def test_a_new_doors_route_is_found_before_its_prefix(client: FlaskClient) -> None:
+    found = dispatcher_of(client.application).table.find("POST", "/teapot/blue/pour")
+    assert found is not None
+    assert (found.target.door_name, found.params) == ("teapot", {"kind": "blue"})
     poured = client.post("/teapot/blue/pour", data=b"black")
     assert (poured.status_code, poured.data) == (200, b"brewed black x5")
 

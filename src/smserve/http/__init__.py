@@ -1,5 +1,5 @@
-"""The HTTP layer: the Flask app, the one adapter that mounts every door, the fast path, the
-answers Flask gives itself, and the gunicorn server.
+"""The HTTP layer: the one request path (``dispatch``: every door's routes answered from the
+door table, every answer written by ``reply``), the app factory and the gunicorn server.
 
-It is the only package that imports Flask. Importing it does nothing; ``app`` builds the WSGI
-app (every door and its routes are listed there) and ``server`` runs it under gunicorn."""
+Only ``app`` imports Flask (the application object). Importing the package does nothing;
+``app`` builds the WSGI app and ``server`` runs it under gunicorn."""

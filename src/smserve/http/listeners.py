@@ -24,7 +24,7 @@ def starts() -> tuple[Start, ...]:
 
 
 def start(settings: Settings, wsgi: Any) -> tuple[Listener, ...]:
-    """Start every listener on the models of ``wsgi`` (a Flask app from ``create_app``),
+    """Start every listener on the models of ``wsgi`` (the app from ``create_app``),
     counting in its metrics; none for an app without models (a test's own factory)."""
     extensions = getattr(wsgi, "extensions", {})
     models = extensions.get(context.MODELS_KEY)

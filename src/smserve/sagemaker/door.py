@@ -1,14 +1,13 @@
-"""The SageMaker hosting door as the server sees it: its routes, its fast routes, its envelope.
+"""The SageMaker hosting door as the server sees it: its routes, its envelope.
 
 It is the default door (first in ``smserve.door_table``): its envelope answers what no other
 door owns (an unrouted path, a request gunicorn or nginx cannot parse), and its headers name
-the model and the caller's inference id in the access log. ``POST /invocations`` and ``GET
-/ping`` are also answered in front of Flask (``http.fastpath``): an endpoint serves them all
-day. ``/ping`` there is not counted in the metrics (a health check every few seconds)."""
+the model and the caller's inference id in the access log. ``/ping`` is not counted in the
+metrics (a health check every few seconds), but waits for the models: it is their readiness."""
 
 from __future__ import annotations
 
-from smserve.doors import DoorSpec, FastRoute, Mount, Route, Setup
+from smserve.doors import DoorSpec, Mount, Route, Setup
 from smserve.openapi import Fragment
 from smserve.repository.mme import MultiModelRegistry
 from smserve.sagemaker import openapi
@@ -19,16 +18,12 @@ from smserve.sagemaker.mme import MultiModelAPI
 
 def open_door(setup: Setup) -> Mount:
     api = SageMakerAPI(setup.models, setup.settings)
-    fast = (
-        FastRoute("POST", "/invocations", "invocations", api.invoke),
-        FastRoute("GET", "/ping", "ping", api.ping, counted=False),
-    )
-    return Mount(api, _routes(api, setup), fast=fast)
+    return Mount(api, _routes(api, setup))
 
 
 def _routes(api: SageMakerAPI, setup: Setup) -> tuple[Route, ...]:
     routes = (
-        Route(("GET",), "/ping", "ping", api.ping),
+        Route(("GET",), "/ping", "ping", api.ping, counted=False),
         Route(("POST",), "/invocations", "invocations", api.invoke),
         Route(("POST",), "/endpoints/<name>/invocations", "endpoint_invocations", api.invoke),
         Route(("GET",), "/execution-parameters", "execution_parameters", api.execution_parameters),

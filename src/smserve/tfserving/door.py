@@ -20,7 +20,7 @@ PAGE_ID = "tfserving_metrics"
 
 def open_door(setup: Setup) -> Mount:
     api = TFServingAPI(setup.models, setup.settings.max_payload_bytes, setup.budget)
-    page = Route(("GET",), metrics.PATH, "metrics", metrics.page(setup), counted=False)
+    page = Route(("GET",), metrics.PATH, "metrics", metrics.page(setup), False, False)
     return Mount(api, (page,), Prefix(API_PREFIX, api.handle))
 
 

@@ -3,7 +3,7 @@
 * routes: ``POST /brew`` (counted under the verb ``brew``), ``GET /brewing/ready`` (its health
   check, also answered by the supervisor behind nginx), ``GET /brewing/metrics`` (the page of
   its own metric names), and a prefix: every path under ``/teapot`` echoed back;
-* a fast route: ``POST /teapot/<kind>/pour``, answered in front of Flask;
+* a route with a variable, ``POST /teapot/<kind>/pour``, found before the prefix it lies under;
 * its own error envelope ``{"fault"}``, an nginx location, an OpenAPI fragment;
 * metric names: ``teapot_brews_total{model_name,status}`` (statuses ``brewed`` and
   ``spilled``) and the ``teapot_brew_microseconds`` histogram;
@@ -20,7 +20,6 @@ from smserve.doors import (
     DoorRequest,
     DoorSpec,
     Envelope,
-    FastRoute,
     Handler,
     Mount,
     Prefix,
@@ -84,10 +83,10 @@ def _open(setup: Setup) -> Mount:
     routes = (
         Route(("POST",), "/brew", "brew", door.brew),
         Route(("GET",), HEALTH, "teapot_ready", door.ready, counted=False),
-        Route(("GET",), PAGE, "teapot_metrics", _page(setup), counted=False),
+        Route(("GET",), PAGE, "teapot_metrics", _page(setup), counted=False, waits=False),
+        Route(("POST",), "/teapot/<kind>/pour", "pour", door.brew),
     )
-    pour = FastRoute("POST", re.compile(r"/teapot/[a-z]+/pour"), "pour", door.brew)
-    return Mount(door, routes, Prefix(re.compile(r"/teapot(?:/.*)?"), door.anything), (pour,))
+    return Mount(door, routes, Prefix(re.compile(r"/teapot(?:/.*)?"), door.anything))
 
 
 DOOR = DoorSpec(

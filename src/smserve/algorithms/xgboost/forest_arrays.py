@@ -85,7 +85,7 @@ def _joined_typed(trees: list[dict[str, Any]], values: list[Any], key: str) -> n
         joined = np.frombuffer(b"".join(values), dtype=formats.pop())
     if joined.size and joined.dtype.kind not in "iub":
         raise _not_integers(trees, key)
-    return joined.astype(np.int64)
+    return joined.astype(np.int32 if joined.dtype.itemsize <= 4 else np.int64)
 
 
 def _not_integers(trees: list[dict[str, Any]], key: str) -> InvalidTree:

@@ -14,8 +14,8 @@ saying ``Connection: close``; then the idle connections close and the worker's o
 (gRPC) are waited for, as with the gthread worker.
 
 Errors. A head the worker cannot take is answered 400 in the default door's envelope and the
-connection closes; an error the app lets escape (Flask catches every error, so none should) is
-answered 500 when nothing of the answer was sent, and the connection closes.
+connection closes; an error the app lets escape (the dispatcher answers every error, so none
+should) is answered 500 when nothing of the answer was sent, and the connection closes.
 """
 
 from __future__ import annotations
