@@ -9,6 +9,7 @@ splits and every array present; anything else is checked tree by tree."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from smserve.algorithms.xgboost.ubjson import TYPED_ARRAYS, typed_format
 
 INTEGER_KEYS = ("left_children", "right_children", "parents", "split_indices", "split_type")
 OTHER_KEYS = ("split_conditions", "loss_changes", "sum_hessian", "default_left")
+EXACT_ARRAYS = frozenset((list, *TYPED_ARRAYS))  # types of arrays (the fast check)
 LARGEST = 2.0**53  # whole numbers a float64 holds exactly
 
 
@@ -54,13 +56,17 @@ def _plain(tree: dict[str, Any]) -> bool:
 
 
 def _check_lengths(trees: list[dict[str, Any]], sizes: list[int], key: str) -> None:
-    if [length(tree.get(key)) for tree in trees] == sizes:  # the usual case, in one pass
-        return
+    if [len(v) if type(v) in EXACT_ARRAYS else -1 for v in _members(trees, key)] == sizes:
+        return  # the usual case, in one pass
     for index, (tree, size) in enumerate(zip(trees, sizes, strict=True)):
         found = length(tree.get(key))
         if found != size:
             entries = "no" if found is None else found
             raise InvalidTree(None, f"{key} has {entries} entries for {size} nodes", tree=index)
+
+
+def _members(trees: list[dict[str, Any]], key: str) -> Iterator[Any]:
+    return (tree.get(key) for tree in trees)
 
 
 def _joined(trees: list[dict[str, Any]], key: str, total: int) -> np.ndarray:
@@ -78,14 +84,21 @@ def _joined(trees: list[dict[str, Any]], key: str, total: int) -> np.ndarray:
 
 def _joined_typed(trees: list[dict[str, Any]], values: list[Any], key: str) -> np.ndarray:
     """UBJSON typed arrays of one format, joined as bytes and read in one step."""
-    formats = {typed_format(value) for value in values}
+    formats = set(map(typed_format, values))
     if len(formats) != 1:
         joined = np.concatenate([np.asarray(value) for value in values])
     else:
-        joined = np.frombuffer(b"".join(values), dtype=formats.pop())
+        joined = _native(np.frombuffer(bytearray().join(values), dtype=formats.pop()))
     if joined.size and joined.dtype.kind not in "iub":
         raise _not_integers(trees, key)
-    return joined.astype(np.int32 if joined.dtype.itemsize <= 4 else np.int64)
+    return joined.astype(np.int32 if joined.dtype.itemsize <= 4 else np.int64, copy=False)
+
+
+def _native(array: np.ndarray) -> np.ndarray:
+    """A writable array in native byte order, swapped in place (no second copy)."""
+    if array.dtype.isnative:
+        return array
+    return array.byteswap(inplace=True).view(array.dtype.newbyteorder())
 
 
 def _not_integers(trees: list[dict[str, Any]], key: str) -> InvalidTree:

@@ -80,10 +80,42 @@ class TreeArrays:
 def check_tree(tree: TreeArrays, n_features: int) -> None:
     """Raise InvalidTree for the first node that breaks a rule of the module doc (categories
     are checked per tree by ``check_categories``)."""
+    if tree.leaf_slots is None and _sound(tree, n_features):
+        return
     local, sizes = tree.bounds()
     _check_children(tree, local, sizes)
     _check_parents(tree, local)
     _check_features(tree, n_features)
+
+
+def _sound(tree: TreeArrays, n_features: int) -> bool:
+    """Whether a scalar-leaf forest keeps every rule, in a few passes over its splits: each
+    split's children inside its tree, after it and adjacent, each naming the split as its
+    parent (which also rules out a node with two parents), its feature in range; every leaf's
+    right child -1; no categorical split (their trees are checked as below). When not, the
+    checks below find and name the first node at fault."""
+    starts = np.array([0, tree.n_nodes]) if tree.starts is None else tree.starts
+    kinds = tree.split_type
+    if tree.n_nodes >= 2**31 - 1 or np.any(kinds != NUMERICAL):
+        return False
+    if np.any(tree.right[tree.left == LEAF] != LEAF):
+        return False
+    starts = starts.astype(np.int32)
+    splits = np.flatnonzero(tree.left != LEAF).astype(np.int32)
+    owner = np.repeat(np.arange(starts.size - 1, dtype=np.int32), np.diff(starts))[splits]
+    first = starts[owner]
+    local, size = splits - first, starts[owner + 1] - first
+    left = tree.left[splits]  # compared within its tree: no sum here can wrap
+    inside = (left > local) & (left < size - 1) & (tree.right[splits] == left + 1)
+    if not np.all(inside):
+        return False
+    left = left + first  # numbered in the forest, now known to be inside it
+    features = tree.features[splits]
+    return bool(
+        np.all(tree.parents[left] == local)
+        and np.all(tree.parents[left + 1] == local)
+        and np.all((features >= 0) & (features < n_features))
+    )
 
 
 def _first(tree: TreeArrays, mask: np.ndarray, describe: Callable[[int], str]) -> None:
@@ -127,11 +159,14 @@ def _check_children(tree: TreeArrays, local: np.ndarray, sizes: np.ndarray) -> N
 
 
 def _check_parents(tree: TreeArrays, local: np.ndarray) -> None:
-    split = tree.left != LEAF
-    first = np.arange(tree.n_nodes) - local
+    splits = np.flatnonzero(tree.left != LEAF)
+    first = splits - local[splits]  # each split's tree's first node
     for side in (tree.left, tree.right):
-        named = np.where(split, tree.parents[np.where(split, side + first, 0)], local)
-        _first(tree, named != local, _names_parent(side, named))
+        named = np.full(tree.n_nodes, -2, dtype=np.int64)
+        named[splits] = tree.parents[side[splits] + first]
+        wrong = np.zeros(tree.n_nodes, dtype=bool)
+        wrong[splits] = named[splits] != local[splits]
+        _first(tree, wrong, _names_parent(side, named))
 
 
 def _names_parent(side: np.ndarray, named: np.ndarray) -> Callable[[int], str]:

@@ -127,7 +127,9 @@ TYPED_ARRAYS: tuple[type, ...] = (
 
 def typed_format(array: Any) -> str:
     """The struct format of one item of a typed array ``decode`` returned (big-endian)."""
-    return str(array.dtype.str if isinstance(array, np.ndarray) else array.format)
+    if type(array) is not np.ndarray:
+        return str(array.format)
+    return str(array.dtype.str)
 
 
 def decode(data: bytes) -> Any:
