@@ -12,19 +12,24 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 SCRIPT = 'wrk.method = "POST"\nwrk.body = {body}\nwrk.headers["Content-Type"] = "{ctype}"\n'
+GET_SCRIPT = 'wrk.method = "GET"\n'
 UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 TIMEOUT = "10s"  # a request slower than this counts as a socket error
 
 
 @dataclass(frozen=True)
 class Request:
+    """A POST of ``body``; a GET where ``method`` says so (no body)."""
+
     path: str
     body: bytes
     content_type: str
+    method: str = "POST"
 
 
 @dataclass
@@ -51,13 +56,30 @@ def ensure_installed() -> None:
     raise SystemExit("could not install wrk")
 
 
-def run(port: int, request: Request, connections: int, seconds: int, scratch: Path) -> Cell:
-    """``connections`` keep-alive connections (over at most 2 threads) for ``seconds``."""
+def run(
+    port: int,
+    request: Request,
+    connections: int,
+    seconds: int,
+    scratch: Path,
+    prefix: Sequence[str] = (),
+) -> Cell:
+    """``connections`` keep-alive connections (over at most 2 threads) for ``seconds``;
+    ``prefix`` runs wrk under another command (``taskset -c 0``)."""
     script = scratch / "post.lua"
     body = json.dumps(request.body.decode())
-    script.write_text(SCRIPT.format(body=body, ctype=request.content_type))
+    text = SCRIPT.format(body=body, ctype=request.content_type)
+    script.write_text(GET_SCRIPT if request.method == "GET" else text)
     threads = min(2, connections)
-    command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--timeout", TIMEOUT]
+    command = [
+        *prefix,
+        "wrk",
+        f"-t{threads}",
+        f"-c{connections}",
+        f"-d{seconds}s",
+        "--timeout",
+        TIMEOUT,
+    ]
     url = f"http://127.0.0.1:{port}{request.path}"
     command += ["--latency", "-s", str(script), url]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
