@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -65,10 +66,28 @@ def smserve() -> str:
     return str(script) if script.is_file() else "smserve"
 
 
-def run_job(bases: Sequence[Path], port: int) -> tuple[float, float]:
+def free_tracker_ports() -> int:
+    """A port p such that p and p + 1 (the tracker's two meetings) are free on the master's
+    address now: each job gets its own, since a port an earlier job's tracker used stays in
+    TIME_WAIT for a minute and XGBoost's tracker does not bind over it."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind((HOSTS[0], 0))
+            port = int(probe.getsockname()[1])
+        with socket.socket() as second:
+            try:
+                second.bind((HOSTS[0], port + 1))
+            except OSError:
+                continue
+        return port
+
+
+def run_job(bases: Sequence[Path], port: int = 0) -> tuple[float, float]:
     """Start one pinned ``smserve train`` per base (CPU i for base i); the wall time, and the
     training time from the logs (first "training ... on channels" to the last line of any
-    host: without the interpreter's start and imports, which a loaded machine stretches)."""
+    host: without the interpreter's start and imports, which a loaded machine stretches).
+    ``port`` 0: free tracker ports of its own."""
+    port = port or free_tracker_ports()
     started = time.perf_counter()
     processes = []
     for cpu, base in enumerate(bases):
@@ -134,7 +153,7 @@ def auc(model_dir: Path, features: np.ndarray, labels: np.ndarray) -> float:
 
 def kmeans_objective(model_dir: Path, features: np.ndarray) -> tuple[np.ndarray, float]:
     from smserve.algorithms.ndarray import read_ndarray_file
-    from smserve.training.kmeans import nearest_squared_distances
+    from smserve.training.kmeans_distances import nearest_squared_distances
 
     centres = read_ndarray_file(model_dir / "model_algo-1")
     return centres, float(nearest_squared_distances(features, centres).sum())
@@ -146,7 +165,7 @@ def compare(
     hyperparameters: Mapping[str, str],
     rows: tuple[np.ndarray, np.ndarray],
     port: int,
-) -> tuple[float, float, Path, Path]:
+) -> tuple[tuple[float, float], tuple[float, float], Path, Path]:
     features, labels = rows
     half = features.shape[0] // 2
     one = prepare(work, f"{name}-one", hyperparameters, [rows])
@@ -156,7 +175,7 @@ def compare(
         hyperparameters,
         [(features[:half], labels[:half]), (features[half:], labels[half:])],
     )
-    return run_job(one, port), run_job(two, port + 10), one[0] / "model", two[0] / "model"
+    return run_job(one, port), run_job(two, port and port + 10), one[0] / "model", two[0] / "model"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -165,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--held-out", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--work", type=Path, default=None)
-    parser.add_argument("--port", type=int, default=19500)
+    parser.add_argument("--port", type=int, default=0, help="tracker ports (0: free ones)")
     parser.add_argument("--only", choices=("xgboost", "kmeans"), default=None)
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="smserve-multihost-"))
@@ -203,7 +222,9 @@ def _xgboost(
     rows: tuple[np.ndarray, np.ndarray],
 ) -> None:
     held_features, held_labels = make_rows(args.held_out, 1)
-    one, two, one_dir, two_dir = compare(work, "xgboost", xgb_hp, rows, args.port + 20)
+    one, two, one_dir, two_dir = compare(
+        work, "xgboost", xgb_hp, rows, args.port and args.port + 20
+    )
     _report(f"xgboost hist {args.rounds} rounds, {args.rows:,} x {N_FEATURES}", one, two)
     auc_one = auc(one_dir, held_features, held_labels)
     auc_two = auc(two_dir, held_features, held_labels)
@@ -215,7 +236,7 @@ def _xgboost(
 
 def _kmeans(args: argparse.Namespace, work: Path, rows: tuple[np.ndarray, np.ndarray]) -> None:
     km_hp = {"algorithm": "kmeans", "k": "10", "feature_dim": str(N_FEATURES)}
-    one, two, one_dir, two_dir = compare(work, "kmeans", km_hp, rows, args.port + 40)
+    one, two, one_dir, two_dir = compare(work, "kmeans", km_hp, rows, args.port and args.port + 40)
     _report(f"kmeans k=10, {args.rows:,} x {N_FEATURES}", one, two)
     _, ssd_one = kmeans_objective(one_dir, rows[0])
     _, ssd_two = kmeans_objective(two_dir, rows[0])

@@ -6,9 +6,11 @@
    census: an allreduce in which each host reports ok, no training data, or its error message.
    If any host failed, every host stops: the failed one with its own reason, the others with
    ``stopped because host H failed: <reason>``; all exit non-zero.
-3. A host without training data leaves (exit 0), as the built-in's does. The hosts with data
-   meet again (the first of them, in sorted order, runs the tracker, on port + 1) and train
-   together; that group's master alone writes the model. A group of one trains alone.
+3. When every host has training data, they train together in the census's group, without
+   meeting again; the master alone writes the model. Otherwise a host without training data
+   leaves (exit 0), as the built-in's does, and the hosts with data meet again (the first of
+   them, in sorted order, runs the tracker, on port + 1) and train together; that group's
+   master alone writes the model. A group of one trains alone.
 
 Before step 2 each host writes a provisional ``output/failure`` naming itself, so even a host
 that XGBoost's collective ends abruptly (it exits the process when its tracker reports a peer's
@@ -64,11 +66,11 @@ def train_across_hosts(
     addresses = _labelled(cluster, lambda: resolve_all(cluster.hosts, _resolve_timeout(settings)))
     write_failure(paths.failure_file, _provisional(cluster))
     job, error = _prepare_locally(prepare)
-    reports = _census(cluster, settings, addresses, _report(job, error))
+    reports = _first_meeting(cluster, settings, addresses, _report(job, error), paths, job)
     _stop_if_any_failed(cluster, reports, error)
     if job is None:
         logger.info("no training data on host %s: leaving the job", cluster.current)
-    else:
+    elif not _all_have_data(reports):
         _train(cluster.among(_with_data(cluster, reports)), settings, paths, addresses, job)
     clear_failure(paths.failure_file)
 
@@ -109,12 +111,26 @@ def _report(job: Prepared | None, error: BaseException | None) -> Report:
     return Report(OK if job is not None and job.train_rows else NO_DATA)
 
 
-def _census(
-    cluster: Cluster, settings: TrainingSettings, addresses: dict[str, str], own: Report
+def _first_meeting(
+    cluster: Cluster,
+    settings: TrainingSettings,
+    addresses: dict[str, str],
+    own: Report,
+    paths: TrainingPaths,
+    job: Prepared | None,
 ) -> list[Report]:
+    """Every host's report; when every host has training data, the training too, in the
+    same group (step 3)."""
     meeting = _meeting(cluster, settings, addresses, settings.hosts.tracker_port)
     with _across(cluster) as _, joined(meeting) as group:
-        return census(group, own)
+        reports = census(group, own)
+        if job is not None and _all_have_data(reports):
+            _train_in(group, cluster, paths, job)
+        return reports
+
+
+def _all_have_data(reports: list[Report]) -> bool:
+    return all(report.status == OK for report in reports)
 
 
 def census(group: Group, own: Report) -> list[Report]:
@@ -172,11 +188,16 @@ def _train(
         job.run(LOCAL, paths.model_dir)
         return
     meeting = _meeting(group_hosts, settings, addresses, settings.hosts.tracker_port + 1)
-    model_dir = paths.model_dir if group_hosts.index == 0 else None
     with _across(group_hosts) as _, joined(meeting) as group:
-        job.run(group, model_dir)
-    where = f"written to {paths.model_dir}" if model_dir else f"written by {group_hosts.master}"
-    logger.info("training across %d hosts complete; model %s", group_hosts.size, where)
+        _train_in(group, group_hosts, paths, job)
+
+
+def _train_in(group: Group, hosts: Cluster, paths: TrainingPaths, job: Prepared) -> None:
+    """Train in ``group`` (the hosts ``hosts``); only its master writes the model."""
+    model_dir = paths.model_dir if hosts.index == 0 else None
+    job.run(group, model_dir)
+    where = f"written to {paths.model_dir}" if model_dir else f"written by {hosts.master}"
+    logger.info("training across %d hosts complete; model %s", hosts.size, where)
 
 
 def _meeting(
