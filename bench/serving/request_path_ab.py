@@ -138,15 +138,8 @@ def _served(
 
 def _pin(pid: int, prefix: list[str]) -> None:
     """Move the server's whole process tree (supervisor, nginx, gunicorn and its workers)."""
-    for member in [pid, *_descendants(pid)]:
+    for member in usage.tree(pid):
         subprocess.run([*prefix[:2], "-p", prefix[2], str(member)], check=True, capture_output=True)
-
-
-def _descendants(pid: int) -> list[int]:
-    found = []
-    for child in proxied.children(pid):
-        found += [child, *_descendants(child)]
-    return found
 
 
 def _wait_for_fast_predictor(server: proxied.Proxied, workers: int) -> None:

@@ -33,10 +33,11 @@ class Usage:
 
 def sample(root: int) -> Usage:
     """The process ``root`` and every descendant of it, and the machine's steal time."""
-    return Usage({f"{_name(pid)} {pid}": _cpu_s(pid) for pid in _tree(root)}, _steal_s())
+    return Usage({f"{_name(pid)} {pid}": _cpu_s(pid) for pid in tree(root)}, _steal_s())
 
 
-def _tree(root: int) -> list[int]:
+def tree(root: int) -> list[int]:
+    """``root`` and every process descended from it (from each process's parent in /proc)."""
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
