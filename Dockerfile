@@ -61,9 +61,10 @@ RUN python -m venv --without-pip /opt/venv \
     && find "$pa" \( -name "*.pxd" -o -name "*.pyx" -o -name "*.h" \) -delete \
     && /opt/venv/bin/python -c "import flask, gunicorn, numpy, scipy.sparse, sklearn.cluster, xgboost, google.protobuf, grpc, orjson, pyarrow.parquet, pyarrow.csv, pyarrow.ipc; from pyarrow.fs import S3FileSystem"
 
-# --- wheel: build the smserve wheel (no dependencies resolved here). Its two C extensions, the
-# fast XGBoost predictor (src/smserve/algorithms/xgboost/_fast.c) and the UBJSON decoder of the
-# load-time model checks (_ubjson.c), are compiled here with the base image's Python headers; gcc stays in this stage, the final image gets the .so only.
+# --- wheel: build the smserve wheel (no dependencies resolved here). Its three C extensions, the
+# fast XGBoost predictor (src/smserve/algorithms/xgboost/_fast.c), the UBJSON decoder of the
+# load-time model checks (_ubjson.c) and the hold of multi-host training's sockets to the host's
+# address (src/smserve/training/_collective_address.c), are compiled here with the base image's Python headers; gcc stays in this stage, the final image gets the .so only.
 # A base whose Python is Debian's own (local_test/container_engine.sh's stand-in for
 # python:3.11-slim, Debian-like BASE_IMAGEs) has no headers until python3-dev is installed;
 # without them setuptools skips the optional extensions and the final stage's import check
@@ -87,9 +88,9 @@ WORKDIR /build
 COPY pyproject.toml README.m[d] ./
 COPY src ./src
 # The extensions are optional for a source install, not for the image: the build fails here if
-# the wheel came out without either.
+# the wheel came out without any of them.
 RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
-    && /opt/build/bin/python -c "import glob, sys, zipfile; names = zipfile.ZipFile(glob.glob('/wheels/*.whl')[0]).namelist(); sys.exit(not all(any(n.startswith(f'smserve/algorithms/xgboost/{e}') and n.endswith('.so') for n in names) for e in ('_fast', '_ubjson')))"
+    && /opt/build/bin/python -c "import glob, sys, zipfile; names = zipfile.ZipFile(glob.glob('/wheels/*.whl')[0]).namelist(); sys.exit(not all(any(n.startswith(f'smserve/{e}') and n.endswith('.so') for n in names) for e in ('algorithms/xgboost/_fast', 'algorithms/xgboost/_ubjson', 'training/_collective_address')))"
 
 # --- final image ---
 FROM ${BASE_IMAGE}
@@ -114,7 +115,7 @@ RUN python -m pip --python /opt/venv/bin/python install --no-cache-dir --no-deps
     && rm -rf /tmp/wheels \
     && mkdir -p /opt/ml/model /opt/ml/models /opt/ml/input /opt/ml/output \
     && /opt/venv/bin/smserve --help >/dev/null \
-    && /opt/venv/bin/python -c "import smserve.algorithms.xgboost._fast, smserve.algorithms.xgboost._ubjson"
+    && /opt/venv/bin/python -c "import smserve.algorithms.xgboost._fast, smserve.algorithms.xgboost._ubjson, smserve.training._collective_address"
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     SM_MODEL_DIR=/opt/ml/model

@@ -1,8 +1,8 @@
 """A multi-host training job on loopback: one real ``smserve train`` process per host, each with
 its own /opt/ml tree under ``tmp_path`` (``SMSERVE_TRAINING_BASE_DIR``) and its own
 ``resourceconfig.json``; hosts are named by loopback addresses (127.0.0.2, 127.0.0.3, ...),
-which need no name resolution. While they run, every socket of every host is recorded
-(psutil), so the tests can check where they were bound."""
+which need no name resolution. Each host runs under strace, which records every bind and
+connect of its process (``syscalls.py``), so the tests can check where every socket was."""
 
 from __future__ import annotations
 
@@ -24,13 +24,14 @@ import numpy as np
 import psutil
 import pytest
 
+from .syscalls import SocketCall, socket_calls, traced
+
 JOB_TIMEOUT_S = 120.0
 # Short, so that a host that never joins ends the job soon, yet long enough for a loaded
 # machine's slowest host to import and read its data before the first gives up on it.
 COLLECTIVE_TIMEOUT_S = 30
-SAMPLE_EVERY_S = 0.05
+POLL_S = 0.05
 LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
-WILDCARD = "0.0.0.0"
 
 
 def host_names(count: int) -> list[str]:
@@ -80,6 +81,13 @@ class Host:
     output: str = ""
 
     @property
+    def syscalls(self) -> Path:
+        return self.base.parent / "sockets.strace"
+
+    def sockets(self) -> list[SocketCall]:
+        return socket_calls(self.syscalls) if self.syscalls.exists() else []
+
+    @property
     def failure_file(self) -> Path:
         return self.base / "output" / "failure"
 
@@ -105,7 +113,6 @@ class Job:
     distribution: str = "ShardedByS3Key"
     port: int = 0
     hosts: dict[str, Host] = field(default_factory=dict)
-    sockets: set[tuple[str, str, str]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.port = self.port or free_port_pair(self.names[0])
@@ -153,7 +160,7 @@ class Job:
                 **environ,
             }
             host.process = subprocess.Popen(
-                [*smserve(), "train"],
+                traced([*smserve(), "train"], host.syscalls),
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -164,11 +171,10 @@ class Job:
         return [h for h in self.hosts.values() if h.process and h.process.poll() is None]
 
     def wait(self, timeout_s: float = JOB_TIMEOUT_S) -> dict[str, int]:
-        """Each started host's exit status, sampling sockets until all have ended."""
+        """Each started host's exit status (strace's is its process's), once all have ended."""
         deadline = time.monotonic() + timeout_s
         while self.running() and time.monotonic() < deadline:
-            self._sample()
-            time.sleep(SAMPLE_EVERY_S)
+            time.sleep(POLL_S)
         for host in self.running():
             assert host.process is not None
             host.process.kill()
@@ -193,38 +199,29 @@ class Job:
                 return
             if not line and host.process.poll() is not None:
                 break
-            self._sample()
         raise AssertionError(f"{name} never printed {text!r}:\n{host.output}")
 
     def kill(self, name: str) -> None:
+        """SIGKILL to the host's ``smserve train`` process (strace's child)."""
         process = self.hosts[name].process
         assert process is not None
-        process.send_signal(signal.SIGKILL)
-
-    def _sample(self) -> None:
-        for host in self.running():
-            assert host.process is not None
-            try:
-                connections = psutil.Process(host.process.pid).net_connections(kind="inet")
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                continue
-            for c in connections:
-                remote = c.raddr.ip if c.raddr else ""
-                self.sockets.add((host.name, f"{c.laddr.ip}:{c.laddr.port}", remote))
+        (train,) = psutil.Process(process.pid).children()
+        train.send_signal(signal.SIGKILL)
 
     def assert_loopback_only(self) -> None:
-        """Every connection's two ends on 127.0.0.0/8; the tracker's listener on the master's
-        address. The only other binding allowed is the wildcard address, which XGBoost's
-        peer listener uses (its BindHost; it takes no address)."""
-        assert self.sockets, "no socket was seen"
-        tracker = f"{self.names[0]}:{self.port}"
-        assert any(local == tracker for _, local, _ in self.sockets), sorted(self.sockets)
-        for host, local, remote in self.sockets:
-            ip = local.rsplit(":", 1)[0]
-            if ip == WILDCARD:
-                assert not remote, f"{host}: a wildcard-bound socket is connected"
-                continue
-            assert ipaddress.ip_address(ip) in LOOPBACK, f"{host}: {local}"
-            if remote:
-                assert ipaddress.ip_address(remote) in LOOPBACK, f"{host}: {local} -> {remote}"
-        assert not any(local.startswith(f"{WILDCARD}:{self.port}") for _, local, _ in self.sockets)
+        """Every bind and every connect of every host, as strace recorded them: each bind on
+        that host's own address (never the wildcard), the tracker's on the master's, and each
+        connection to an address of this job's hosts, all on 127.0.0.0/8."""
+        seen = {name: host.sockets() for name, host in self.hosts.items() if host.process}
+        assert any(seen.values()), "no socket was recorded"
+        master = self.names[0]
+        if self.hosts[master].process:
+            tracker = SocketCall("bind", master, self.port)
+            assert tracker in seen[master], seen[master]
+        for name, calls in seen.items():
+            for call in calls:
+                assert ipaddress.ip_address(call.address) in LOOPBACK, f"{name}: {call}"
+                if call.call == "bind":
+                    assert call.address == name, f"{name} bound a socket elsewhere: {call}"
+                else:
+                    assert call.address in self.names, f"{name} connected elsewhere: {call}"

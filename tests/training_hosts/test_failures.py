@@ -38,6 +38,7 @@ def test_bad_data_on_one_host_stops_every_host_naming_that_host(
     )
     assert "is not numeric CSV" in job.hosts[master].failure
     assert not any(h.model_files() for h in job.hosts.values())
+    job.assert_loopback_only()
 
 
 def test_a_host_without_training_data_leaves_and_the_others_train(
@@ -52,6 +53,7 @@ def test_a_host_without_training_data_leaves_and_the_others_train(
     # the first host with data runs the training group's tracker and writes the model
     assert [h.model_files() for h in job.hosts.values()] == [[], ["xgboost-model"], []]
     assert not any(h.failure_file.exists() for h in job.hosts.values())
+    job.assert_loopback_only()
 
 
 def test_a_host_that_never_joins_ends_the_others_within_the_timeout(
@@ -67,6 +69,7 @@ def test_a_host_that_never_joins_ends_the_others_within_the_timeout(
     failure = job.hosts[master].failure
     assert failure.startswith(f"host {master}: training across hosts stopped: ")
     assert "another host stopped" in failure
+    job.assert_loopback_only()
 
 
 @pytest.mark.parametrize("victim", [0, 1], ids=["master-killed", "worker-killed"])
@@ -95,3 +98,4 @@ def test_a_host_killed_mid_training_ends_the_other(tmp_path: Path, victim: int) 
     # the killed host leaves its provisional reason, which names it
     assert job.hosts[killed].failure.startswith(f"host {killed}: the job stopped while training")
     assert not any(h.model_files() for h in job.hosts.values())
+    job.assert_loopback_only()

@@ -72,3 +72,4 @@ def test_full_batches_across_three_hosts_equal_one_host_over_the_union(
     rows = Rows.in_memory(Dataset("train", cluster_rows, None))
     expected = fit_across(config, {"train": rows}, LOCAL)
     np.testing.assert_allclose(centres_of(job, job.names[0]), expected, rtol=1e-5, atol=1e-5)
+    job.assert_loopback_only()

@@ -92,3 +92,4 @@ def test_a_host_without_a_validation_shard_evaluates_zero_rows(
     rounds = ROUND.findall(job.hosts[master].output)
     assert rounds == ROUND.findall(job.hosts[worker].output)
     assert "validation-logloss" in rounds[0]
+    job.assert_loopback_only()

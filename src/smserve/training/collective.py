@@ -11,8 +11,10 @@ reaching the tracker for at most T; the tracker waits at most T for every host t
 say goodbye at the end); each collective operation (XGBoost's ``dmlc_timeout``) gives up after
 T without progress. A host that dies breaks its peers' sockets, and they fail at once.
 
-XGBoost itself binds each host's peer listener to the wildcard address (its ``BindHost``; not
-configurable); the connections between hosts use the addresses the tracker saw.
+XGBoost itself would bind each host's peer and error listeners to the wildcard address (its
+``BindHost``; not configurable) and connect from whatever address the kernel picks; while the
+host is in the group, :mod:`smserve.training.collective_address` holds both to the host's own
+address (``Meeting.own_address``), so every socket of the job is on it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+from smserve.training.collective_address import held_to
 
 logger = logging.getLogger(__name__)
 
@@ -107,9 +111,11 @@ class HostGroup:
 
 @dataclass(frozen=True, slots=True)
 class Meeting:
-    """Where the hosts meet: the master's address and port, this host's task id."""
+    """Where the hosts meet: the master's address and port, this host's own address and its
+    task id."""
 
     master_address: str
+    own_address: str
     port: int
     task_id: int
     n_hosts: int
@@ -118,7 +124,15 @@ class Meeting:
 
 @contextmanager
 def joined(meeting: Meeting) -> Iterator[HostGroup]:
-    """Run the tracker (on the master), join the group, and leave it at the end."""
+    """Run the tracker (on the master), join the group, and leave it at the end, every socket
+    on this host's own address."""
+    with held_to(meeting.own_address):
+        with _joined(meeting) as group:
+            yield group
+
+
+@contextmanager
+def _joined(meeting: Meeting) -> Iterator[HostGroup]:
     from xgboost import collective
 
     tracker = _start_tracker(meeting) if meeting.task_id == 0 else None

@@ -205,6 +205,7 @@ def _meeting(
 ) -> Meeting:
     return Meeting(
         master_address=addresses[cluster.master],
+        own_address=addresses[cluster.current],
         port=port,
         task_id=cluster.index,
         n_hosts=cluster.size,

@@ -1,0 +1,62 @@
+"""XGBoost's collective held to one address: a real group of one in this process (XGBoost's own
+tracker and communicator), its sockets read from the kernel."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import socket
+
+import psutil
+import pytest
+
+from smserve.training.collective import Meeting, joined
+from smserve.training.collective_address import held_to
+
+ADDRESS = "127.0.0.9"
+
+
+def free_port(address: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((address, 0))
+        return int(probe.getsockname()[1])
+
+
+def sockets_now() -> set[tuple[str, int, str]]:
+    """(local address, local port, status) of every inet socket of this process."""
+    return {
+        (c.laddr.ip, c.laddr.port, c.status) for c in psutil.Process().net_connections(kind="inet")
+    }
+
+
+def test_a_group_holds_its_listeners_and_connections_to_the_host_address() -> None:
+    before = sockets_now()
+    meeting = Meeting(ADDRESS, ADDRESS, free_port(ADDRESS), 0, 1, 30)
+    with joined(meeting) as group:
+        during = sockets_now() - before
+        assert group.size == 1
+    listening = {port for _, port, status in during if status == psutil.CONN_LISTEN}
+    # the tracker's listener and XGBoost's error listener (its peer listener is closed once
+    # the group is formed); the error listener is on the wildcard address without this
+    assert meeting.port in listening, during
+    assert len(listening) == 2, during
+    assert {ip for ip, _, _ in during} == {ADDRESS}, during
+    # leaving the group went through too: XGBoost wakes its error listener through 127.0.0.1
+    # at shutdown, which now reaches it on ADDRESS; the listeners are closed
+    assert not any(status == psutil.CONN_LISTEN for _, _, status in sockets_now() - before)
+
+
+def test_an_address_of_another_machine_is_not_held_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING), held_to("192.0.2.1") as held:  # TEST-NET-1
+        assert not held
+    assert "not on 192.0.2.1 alone: 192.0.2.1 is not an address of this machine" in caplog.text
+
+
+def test_the_extension_refuses_a_library_that_is_not_loaded_and_a_non_address() -> None:
+    extension = importlib.import_module("smserve.training._collective_address")
+    with pytest.raises(OSError, match="not loaded in this process"):
+        extension.hold("libsmserve-never-loaded.so", ADDRESS)
+    with pytest.raises(ValueError, match="not an IPv4 or IPv6 address"):
+        extension.hold("libc.so.6", "algo-1")
