@@ -9,7 +9,10 @@
 #
 # Checks: XGBoost and k-means each exit 0 on both hosts with the model in algo-1's
 # /opt/ml/model only; bad data on algo-2 makes both exit 1, each output/failure naming its
-# host (algo-1's: "stopped because host algo-2 failed"). Every run is bounded (timeout).
+# host (algo-1's: "stopped because host algo-2 failed"). While a job runs, the pod's listening
+# TCP sockets are read from its network namespace every 20 ms (/proc/PID/net/tcp and tcp6):
+# each must be on 127.0.0.2 or 127.0.0.3, none on the wildcard address or the pod's own
+# interface. Every run is bounded (timeout).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -48,9 +51,19 @@ layout() {
   chmod -R a+rwX "$base"
 }
 
+# listeners PID OUT: while PID runs, appends the listening sockets of its network namespace
+# (hex address:port, as /proc/net/tcp{,6} write them; state 0A is LISTEN) to OUT.
+listeners() {
+  while [ -d "/proc/$1" ]; do
+    awk '$4 == "0A" { print $2 }' "/proc/$1/net/tcp" "/proc/$1/net/tcp6" >>"$2" 2>/dev/null || true
+    sleep 0.02
+  done
+}
+
 # job ALGORITHM: starts both hosts in a fresh pod; prints "EXIT1 EXIT2" when both have ended.
+# The pod's listening sockets while they ran are in $workdir/ALGORITHM.listeners.
 job() {
-  local algorithm="$1" host status=()
+  local algorithm="$1" host status=() pid
   podman pod rm -f "$pod" >/dev/null 2>&1 || true
   podman pod create --name "$pod" --add-host algo-1:127.0.0.2 --add-host algo-2:127.0.0.3 \
     >/dev/null
@@ -58,6 +71,8 @@ job() {
     podman run -d --pod "$pod" --name "$pod-$algorithm-$host" \
       -v "$workdir/$algorithm/$host:/opt/ml" -e SMSERVE_COLLECTIVE_TIMEOUT_S=60 \
       "$image" train >/dev/null
+    pid="$(podman inspect -f '{{.State.Pid}}' "$pod-$algorithm-$host" 2>/dev/null || echo 0)"
+    if [ "$pid" -gt 0 ]; then listeners "$pid" "$workdir/$algorithm.listeners" & fi
   done
   for host in algo-1 algo-2; do
     status+=("$(timeout "$run_timeout_s" podman wait "$pod-$algorithm-$host" || echo timeout)")
@@ -65,7 +80,24 @@ job() {
   for host in algo-1 algo-2; do
     podman logs "$pod-$algorithm-$host" >"$workdir/$algorithm-$host.log" 2>&1 || true
   done
+  wait
   echo "${status[*]}"
+}
+
+# check_listeners ALGORITHM: every listening socket seen during its job on 127.0.0.2 or
+# 127.0.0.3 (0200007F / 0300007F in /proc's little-endian hex), and at least one seen.
+check_listeners() {
+  local seen="$workdir/$1.listeners" others
+  if [ ! -s "$seen" ]; then
+    fail "$1: no listening socket was seen in the pod while the job ran"
+    return
+  fi
+  others="$(cut -d: -f1 "$seen" | sort -u | grep -v -x -e 0200007F -e 0300007F || true)"
+  if [ -n "$others" ]; then
+    fail "$1: sockets listened on other addresses (hex, as /proc/net/tcp writes them): $others"
+  else
+    log "PASS: $1: $(sort -u "$seen" | wc -l) listening socket(s) seen, each on 127.0.0.2 or 127.0.0.3"
+  fi
 }
 
 show() { log "logs of $1:"; tail -n 30 "$workdir/$1.log" | sed 's/^/    /' >&2 || true; }
@@ -85,6 +117,7 @@ check_success() {
   else
     log "PASS: $algorithm across two hosts in one pod; $model written by algo-1 only"
   fi
+  check_listeners "$algorithm"
 }
 
 check_bad_data() {

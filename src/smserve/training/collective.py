@@ -34,7 +34,8 @@ from smserve.training.collective_address import held_to
 
 logger = logging.getLogger(__name__)
 
-RETRY_PAUSE_S = 0.25
+RETRY_PAUSE_S = 0.05  # a refused connection costs nothing; the tracker is often up within 0.1 s
+RETRY_LOG_EVERY_S = 5.0
 _UNREACHABLE = "Failed to connect to the tracker"
 
 
@@ -179,6 +180,7 @@ def _join(meeting: Meeting) -> Any:
     from xgboost.core import XGBoostError
 
     deadline = time.monotonic() + meeting.timeout_s
+    logged = 0.0
     while True:
         context = collective.CommunicatorContext(**_worker_args(meeting))
         try:
@@ -189,7 +191,9 @@ def _join(meeting: Meeting) -> Any:
         except XGBoostError as exc:
             if _UNREACHABLE not in str(exc) or time.monotonic() >= deadline:
                 raise
-        logger.info("waiting for the tracker at %s:%d", meeting.master_address, meeting.port)
+        if time.monotonic() - logged >= RETRY_LOG_EVERY_S:
+            logger.info("waiting for the tracker at %s:%d", meeting.master_address, meeting.port)
+            logged = time.monotonic()
         time.sleep(RETRY_PAUSE_S)
 
 

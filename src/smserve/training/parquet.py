@@ -2,8 +2,8 @@
 each file's columns are features, and the label is the first column unless the job's
 ``label_column`` hyperparameter names another (``Channel.label_column``).
 
-Files are read one row group at a time: ``row_groups`` yields them in order, so k-means'
-mini-batch pass holds one row group (and one mini-batch) at a time, never the whole channel;
+Files are read one row group at a time: ``row_groups`` yields them in order, so k-means,
+streaming a channel too large for memory, holds one row group (and one mini-batch) at a time;
 ``read_parquet_file`` stacks a file's row groups for XGBoost, which needs all rows at once.
 Feature columns are converted as for serving (``codecs/columnar.py``): numeric types to float32,
 nulls as missing values; other column types are a TrainingError naming the column.

@@ -8,9 +8,12 @@ import pytest
 import scipy.sparse as sp
 
 from smserve.algorithms.ndarray import read_ndarray_file
+from smserve.training.collective import LOCAL
 from smserve.training.data import Dataset
-from smserve.training.kmeans import KMeansConfig, fit
+from smserve.training.kmeans_config import KMeansConfig
 from smserve.training.kmeans_distances import nearest_centers, nearest_squared_distances
+from smserve.training.kmeans_fit import fit
+from smserve.training.kmeans_rows import Rows
 
 from .training_data import TrainingJob, blobs, to_csv, to_libsvm, to_recordio
 
@@ -61,11 +64,15 @@ def test_sparse_libsvm_narrower_than_feature_dim_is_widened(job: TrainingJob) ->
     assert read_ndarray_file(job.model_dir / "model_algo-1").shape == (3, 3)
 
 
+def in_memory(features: np.ndarray) -> dict[str, Rows]:
+    return {"train": Rows.in_memory(Dataset("train", features, None))}
+
+
 def test_fit_is_deterministic_and_reaches_the_blob_centres() -> None:
     features, _ = blobs(120, 3)
-    data = {"train": Dataset("train", features, None)}
+    data = in_memory(features)
     config = KMeansConfig(k=3, feature_dim=3, epochs=3, mini_batch_size=30)
-    first, second = fit(config, data), fit(config, data)
+    first, second = fit(config, data, LOCAL), fit(config, data, LOCAL)
     np.testing.assert_array_equal(first, second)
     assert nearest_squared_distances(features, first).mean() < 1.5  # noise variance 3 * 0.25
 
@@ -77,9 +84,7 @@ def test_builtin_defaults_put_one_centre_on_each_blob(
     n_rows: int, n_features: int, seed: int
 ) -> None:
     features, _ = blobs(n_rows, n_features, seed)
-    centers = fit(
-        KMeansConfig(k=3, feature_dim=n_features), {"train": Dataset("train", features, None)}
-    )
+    centers = fit(KMeansConfig(k=3, feature_dim=n_features), in_memory(features), LOCAL)
     truth = np.array([[0.0], [10.0], [-10.0]]) * np.ones(n_features)
     distances = np.sqrt(((centers[:, None, :] - truth[None]) ** 2).sum(-1))
     assert sorted(distances.argmin(axis=1).tolist()) == [0, 1, 2]  # each blob has a centre
@@ -90,13 +95,13 @@ def test_defaults_log_the_over_sampling_and_factor_1_trains_k_centres_directly(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     features, _ = blobs(90, 2)
-    data = {"train": Dataset("train", features, None)}
-    with caplog.at_level(logging.INFO, logger="smserve.training.kmeans"):
-        fit(KMeansConfig(k=3, feature_dim=2), data)
-        assert "mini-batch k-means with 30 centres for k=3" in caplog.text
+    data = in_memory(features)
+    with caplog.at_level(logging.INFO, logger="smserve.training.kmeans_fit"):
+        fit(KMeansConfig(k=3, feature_dim=2), data, LOCAL)
+        assert "mini-batch k-means with 30 centres for k=3, 90 rows" in caplog.text
         assert "init kmeans++, 1 trial(s), max_iter 300, tol 0.0001" in caplog.text
         caplog.clear()
-        fit(KMeansConfig(k=3, feature_dim=2, extra_center_factor=1), data)
+        fit(KMeansConfig(k=3, feature_dim=2, extra_center_factor=1), data, LOCAL)
         assert "mini-batch k-means with 3 centres for k=3" in caplog.text
         assert "reducing" not in caplog.text
 

@@ -17,8 +17,10 @@ import xgboost as xgb
 from smserve.algorithms.ndarray import read_ndarray_file
 from smserve.media import PARQUET, MediaType
 from smserve.training.channels import Channel
+from smserve.training.collective import LOCAL
 from smserve.training.data import read_channel
-from smserve.training.kmeans import KMeansConfig, fit, fit_rows
+from smserve.training.kmeans_config import KMeansConfig
+from smserve.training.kmeans_fit import fit
 from smserve.training.kmeans_rows import Rows
 from smserve.training.parquet import row_groups
 
@@ -107,8 +109,8 @@ def test_kmeans_streams_row_groups_to_the_same_centres(tmp_path: Path) -> None:
     groups = [len(f) for path in channel.files() for f, _ in row_groups(path, None)]
     assert groups == [20] * 15
     config = KMeansConfig(k=3, feature_dim=3, mini_batch_size=40, epochs=2)
-    streamed = fit_rows(config, {"train": Rows.streamed(channel, lambda f, _: f)})
-    in_memory = fit(config, {"train": read_channel(channel)})
+    streamed = fit(config, {"train": Rows.streamed(channel, lambda f, _: f)}, LOCAL)
+    in_memory = fit(config, {"train": Rows.in_memory(read_channel(channel))}, LOCAL)
     assert sorted(np.round(streamed[:, 0] / 10).astype(int).tolist()) == [-1, 0, 1]
     np.testing.assert_allclose(np.sort(streamed[:, 0]), np.sort(in_memory[:, 0]), atol=0.5)
 
