@@ -15,35 +15,25 @@
  *                                  listener through 127.0.0.1 or ::1, which no longer listens)
  *
  * It does so by rewriting the library's own GOT slots for `bind` and `connect` (the entries
- * the dynamic linker filled with libc's functions) to point at the wrappers below. Nothing
- * else in the process is touched: Python's sockets, other libraries and libc itself keep the
- * real functions. The wrappers pass every call through unchanged until an address is set
- * (`hold`), and again after `release`. A family other than the address's passes through too.
+ * the dynamic linker filled with libc's functions) to point at the wrappers below
+ * (_got_slots.c). Nothing else in the process is touched: Python's sockets, other libraries
+ * and libc itself keep the real functions. The wrappers pass every call through unchanged
+ * until an address is set (`hold`), and again after `release`. A family other than the
+ * address's passes through too.
  *
  * Linux, glibc, ELF64 on x86-64 and AArch64; elsewhere `hold` raises OSError and the caller
  * logs that the listeners stay on the wildcard address.
  */
 #define PY_SSIZE_T_CLEAN
-#include <Python.h> /* defines _GNU_SOURCE, which dlinfo needs */
+#include <Python.h>
+
+#include "_got_slots.h"
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
-#include <elf.h>
 #include <errno.h>
-#include <link.h>
 #include <netinet/in.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
-#include <unistd.h>
-
-#if defined(__x86_64__)
-#define SLOT_JUMP R_X86_64_JUMP_SLOT
-#define SLOT_DATA R_X86_64_GLOB_DAT
-#elif defined(__aarch64__)
-#define SLOT_JUMP R_AARCH64_JUMP_SLOT
-#define SLOT_DATA R_AARCH64_GLOB_DAT
-#endif
 
 /* The address every wrapped call is held to; family 0: none (pass everything through). */
 static struct sockaddr_storage held;
@@ -154,154 +144,6 @@ static int held_connect(int fd, const struct sockaddr *address, socklen_t length
     return connect(fd, address, length);
 }
 
-/* --- rewriting one library's GOT slots ------------------------------------------------ */
-
-#if defined(SLOT_JUMP)
-
-struct tables {
-    const ElfW(Sym) *symbols;
-    const char *names;
-    const ElfW(Rela) *relocations[2];
-    size_t sizes[2];
-};
-
-/* glibc stores most dynamic pointers relocated; a value below the load address is not. */
-static const void *loaded(const struct link_map *map, ElfW(Addr) value) {
-    return (const void *)(value < map->l_addr ? value + map->l_addr : value);
-}
-
-static int read_tables(const struct link_map *map, struct tables *out) {
-    memset(out, 0, sizeof(*out));
-    for (const ElfW(Dyn) *entry = map->l_ld; entry->d_tag != DT_NULL; ++entry) {
-        switch (entry->d_tag) {
-            case DT_SYMTAB: out->symbols = loaded(map, entry->d_un.d_ptr); break;
-            case DT_STRTAB: out->names = loaded(map, entry->d_un.d_ptr); break;
-            case DT_JMPREL: out->relocations[0] = loaded(map, entry->d_un.d_ptr); break;
-            case DT_PLTRELSZ: out->sizes[0] = entry->d_un.d_val; break;
-            case DT_RELA: out->relocations[1] = loaded(map, entry->d_un.d_ptr); break;
-            case DT_RELASZ: out->sizes[1] = entry->d_un.d_val; break;
-            default: break;
-        }
-    }
-    return out->symbols != NULL && out->names != NULL;
-}
-
-struct relro {
-    uintptr_t start, end; /* the pages the dynamic linker made read-only after relocating */
-};
-
-struct object_search {
-    ElfW(Addr) base;
-    struct relro found;
-};
-
-static int find_relro(struct dl_phdr_info *info, size_t size, void *data) {
-    (void)size;
-    struct object_search *search = data;
-    if (info->dlpi_addr != search->base) {
-        return 0;
-    }
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
-        const ElfW(Phdr) *header = &info->dlpi_phdr[i];
-        if (header->p_type == PT_GNU_RELRO) {
-            uintptr_t start = info->dlpi_addr + header->p_vaddr;
-            search->found.start = start & ~(page - 1);
-            search->found.end = (start + header->p_memsz) & ~(page - 1);
-        }
-    }
-    return 1;
-}
-
-static struct relro relro_of(const struct link_map *map) {
-    struct object_search search = {map->l_addr, {0, 0}};
-    dl_iterate_phdr(find_relro, &search);
-    return search.found;
-}
-
-/* Writes one slot. A slot in the read-only RELRO pages is opened for the write and closed
-   again; one in the writable .got.plt is written as it is. */
-static int write_slot(void **slot, void *function, struct relro relro) {
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    void *start = (void *)((uintptr_t)slot & ~(page - 1));
-    int read_only = (uintptr_t)start >= relro.start && (uintptr_t)start < relro.end;
-    if (read_only && mprotect(start, page, PROT_READ | PROT_WRITE) != 0) {
-        return -1;
-    }
-    __atomic_store_n(slot, function, __ATOMIC_SEQ_CST);
-    if (read_only && mprotect(start, page, PROT_READ) != 0) {
-        return -1;
-    }
-    return 0;
-}
-
-static void *wrapper_for(const char *name) {
-    if (strcmp(name, "bind") == 0) {
-        return (void *)held_bind;
-    }
-    if (strcmp(name, "connect") == 0) {
-        return (void *)held_connect;
-    }
-    return NULL;
-}
-
-/* Rewrites the slots of one relocation table; returns how many, or -1 (errno set). */
-static int rewrite(const struct link_map *map, const struct tables *tables, int which,
-                   struct relro relro) {
-    const ElfW(Rela) *table = tables->relocations[which];
-    size_t count = table == NULL ? 0 : tables->sizes[which] / sizeof(ElfW(Rela));
-    int rewritten = 0;
-    for (size_t i = 0; i < count; ++i) {
-        unsigned long type = ELF64_R_TYPE(table[i].r_info);
-        if (type != SLOT_JUMP && type != SLOT_DATA) {
-            continue;
-        }
-        const char *name = tables->names + tables->symbols[ELF64_R_SYM(table[i].r_info)].st_name;
-        void *function = wrapper_for(name);
-        if (function == NULL) {
-            continue;
-        }
-        void **slot = (void **)(map->l_addr + table[i].r_offset);
-        if (*slot != function && write_slot(slot, function, relro) != 0) {
-            return -1;
-        }
-        ++rewritten;
-    }
-    return rewritten;
-}
-
-/* Rewrites `library`'s slots (it must be loaded already); the count, or -1 with a reason. */
-static int rewrite_library(const char *library, const char **reason) {
-    void *handle = dlopen(library, RTLD_NOW | RTLD_NOLOAD);
-    if (handle == NULL) {
-        *reason = "the library is not loaded in this process";
-        return -1;
-    }
-    struct link_map *map = NULL;
-    struct tables tables;
-    int total = -1;
-    *reason = "the library's dynamic section could not be read";
-    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && read_tables(map, &tables)) {
-        struct relro relro = relro_of(map);
-        int first = rewrite(map, &tables, 0, relro);
-        int second = first < 0 ? -1 : rewrite(map, &tables, 1, relro);
-        total = second < 0 ? -1 : first + second;
-        *reason = total < 0 ? "a GOT slot could not be made writable" : NULL;
-    }
-    dlclose(handle);
-    return total;
-}
-
-#else
-
-static int rewrite_library(const char *library, const char **reason) {
-    (void)library;
-    *reason = "rewriting a library's GOT is implemented for x86-64 and AArch64 only";
-    return -1;
-}
-
-#endif
-
 /* --- the Python face ------------------------------------------------------------------ */
 
 static int parse_address(const char *text, struct sockaddr_storage *out, socklen_t *length) {
@@ -333,8 +175,13 @@ static PyObject *hold(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "%s is not an IPv4 or IPv6 address", address);
         return NULL;
     }
+    static const struct got_wrapper wrappers[] = {
+        {"bind", (void *)held_bind},
+        {"connect", (void *)held_connect},
+        {NULL, NULL},
+    };
     const char *reason = NULL;
-    int rewritten = rewrite_library(library, &reason);
+    int rewritten = rewrite_got_slots(library, wrappers, &reason);
     if (rewritten <= 0) {
         PyErr_Format(PyExc_OSError, "%s: %s", library,
                      rewritten == 0 ? "it imports neither bind nor connect" : reason);
