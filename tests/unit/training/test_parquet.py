@@ -16,9 +16,11 @@ import xgboost as xgb
 
 from smserve.algorithms.ndarray import read_ndarray_file
 from smserve.media import PARQUET, MediaType
+from smserve.training import kmeans
 from smserve.training.channels import Channel
 from smserve.training.collective import LOCAL
 from smserve.training.data import read_channel
+from smserve.training.hyperparameters import Hyperparameters
 from smserve.training.kmeans_config import KMeansConfig
 from smserve.training.kmeans_fit import fit
 from smserve.training.kmeans_rows import Rows
@@ -132,3 +134,20 @@ def test_kmeans_refuses_nulls_in_a_row_group(job: TrainingJob) -> None:
     job.channel("train", {"a.parquet": parquet(frame, 10)}, PARQUET)
     assert job.run() == 1
     assert "'train' (a.parquet) has missing or infinite feature values" in job.failure
+
+
+@pytest.mark.parametrize(("share", "from_files"), [(0.25, False), (0.0, True)])
+def test_kmeans_holds_a_parquet_channel_in_memory_only_where_it_fits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, share: float, from_files: bool
+) -> None:
+    features, labels = blobs(90, 3)
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "a.parquet").write_bytes(parquet(frame_of(features, labels), 20))
+    monkeypatch.setattr(kmeans, "IN_MEMORY_SHARE", share)
+    hyperparameters = Hyperparameters({"k": "3", "feature_dim": "3", "mini_batch_size": "30"})
+    channels = {"train": Channel("train", tmp_path / "train", MediaType(PARQUET))}
+    job = kmeans.KMeansTrainer().prepare(hyperparameters, channels)
+    assert job.data["train"].from_files is from_files
+    assert job.train_rows == 90
+    centers = fit(job.config, job.data, LOCAL)
+    assert sorted(np.round(centers[:, 0] / 10).astype(int).tolist()) == [-1, 0, 1]
