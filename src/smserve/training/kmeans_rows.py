@@ -58,7 +58,9 @@ class Rows:
             whole = join_chunks([first, *parts]) if first is not None else None
         else:
             whole = self._filled(itertools.chain([first], parts), first.shape[1])
-        return Rows(self.name, self.n_rows, lambda: iter([] if whole is None else [whole]))
+        if whole is None:
+            return Rows(self.name, 0, lambda: iter(()))
+        return Rows(self.name, int(whole.shape[0]), lambda: iter([whole]))
 
     def _filled(self, parts: Iterator[Features], width: int) -> Features:
         out = np.empty((self.n_rows, width), dtype=np.float32)
