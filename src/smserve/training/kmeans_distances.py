@@ -1,5 +1,6 @@
 """Each row's nearest k-means centre and its squared distance, in chunks of rows so the rows x
-centres distance matrix stays small; dense and CSR rows alike, in float64."""
+centres distance matrix stays small; dense and CSR rows alike. Distances are float64; which
+centre is nearest is searched in float32 (the training passes' hot path)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,16 @@ def nearest_squared_distances(features: Features, centers: np.ndarray) -> npt.ND
 
 
 def nearest_centers(features: Features, centers: np.ndarray) -> npt.NDArray[np.intp]:
-    """The index of each row's nearest centre (the lowest on ties), shape (n,)."""
-    return _per_row(features, centers, lambda squared: squared.argmin(axis=1))
+    """The index of each row's nearest centre (the lowest on ties), shape (n,), searched in
+    float32 as ``|c|^2 - 2 x.c`` (``|x|^2`` is the same for every centre)."""
+    c = np.ascontiguousarray(centers, dtype=np.float32)
+    c_squared = np.einsum("ij,ij->i", c, c)
+    step = max(1, DISTANCE_CHUNK_CELLS // max(1, c.shape[0]))
+    parts = [
+        np.asarray(c_squared[None, :] - 2.0 * (features[start : start + step] @ c.T)).argmin(axis=1)
+        for start in range(0, features.shape[0], step)
+    ]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.intp)
 
 
 Pick = Callable[[npt.NDArray[np.float64]], npt.NDArray[T]]

@@ -42,7 +42,7 @@ from smserve.training.channels import TRAIN
 from smserve.training.collective import Group
 from smserve.training.failure import TrainingError
 from smserve.training.kmeans_config import SEED, KMeansConfig
-from smserve.training.kmeans_distances import DISTANCE_CHUNK_CELLS, nearest_squared_distances
+from smserve.training.kmeans_distances import nearest_centers, nearest_squared_distances
 from smserve.training.kmeans_reduce import center_count, reduce_centers
 from smserve.training.kmeans_rows import Rows, mini_batches, rows_at
 from smserve.training.logs import format_final_score, format_scores, metrics
@@ -152,7 +152,7 @@ def _step(batch: Features, centers: Matrix, seen: Matrix, group: Group) -> Matri
     """One global mini-batch step; ``seen`` (rows given to each centre) is updated in place."""
     sums = np.zeros((centers.shape[0], centers.shape[1] + 1), dtype=np.float64)
     if batch.shape[0]:
-        nearest = _nearest(batch, centers)
+        nearest = nearest_centers(batch, centers)
         sums[:, -1] = np.bincount(nearest, minlength=centers.shape[0])
         sums[:, :-1] = _summed_by(batch, nearest, centers.shape[0])
     sums = group.allreduce_sum(sums)
@@ -162,19 +162,6 @@ def _step(batch: Features, centers: Matrix, seen: Matrix, group: Group) -> Matri
     updated = centers.copy()
     updated[moved] += (sums[moved, :-1] - given[moved, None] * centers[moved]) / seen[moved, None]
     return updated
-
-
-def _nearest(features: Features, centers: Matrix) -> npt.NDArray[np.intp]:
-    """Each row's nearest centre, found in float32 (``|c|^2 - 2 x.c``; ``|x|^2`` is the same for
-    every centre), in chunks of rows; the scores use the exact float64 distances."""
-    c = np.ascontiguousarray(centers, dtype=np.float32)
-    c_squared = np.einsum("ij,ij->i", c, c)
-    step = max(1, DISTANCE_CHUNK_CELLS // max(1, c.shape[0]))
-    parts = [
-        np.asarray(c_squared[None, :] - 2.0 * (features[start : start + step] @ c.T)).argmin(axis=1)
-        for start in range(0, features.shape[0], step)
-    ]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.intp)
 
 
 def _summed_by(batch: Features, nearest: npt.NDArray[np.intp], n_centers: int) -> Matrix:
@@ -193,7 +180,7 @@ def _reduced(rows: Rows, centers: Matrix, config: KMeansConfig, group: Group) ->
     weights = np.zeros(centers.shape[0], dtype=np.float64)
     for chunk in rows.chunks():
         if chunk.shape[0]:
-            weights += np.bincount(_nearest(chunk, centers), minlength=centers.shape[0])
+            weights += np.bincount(nearest_centers(chunk, centers), minlength=centers.shape[0])
     weights = group.allreduce_sum(weights)
     if group.rank != 0:
         return group.broadcast(None)

@@ -122,15 +122,16 @@ def mini_batches(
     (a batch past the last row is empty)."""
     ends = [(i + 1) * rows.n_rows // steps for i in range(steps)]
     cut = _Cut()
+    empty: Features = np.zeros((0, 0), dtype=np.float32)
     for block in blocks(rows.chunks(), window):
-        order, used = rng.permutation(block.shape[0]), 0
+        order, used, empty = rng.permutation(block.shape[0]), 0, block[:0]
         while cut.done < steps and cut.rows + block.shape[0] - used >= ends[cut.done]:
             take = ends[cut.done] - cut.rows
             yield cut.batch(block[order[used : used + take]])
             used += take
         cut.hold(block[order[used:]])
     while cut.done < steps:
-        yield cut.batch(_empty(rows))
+        yield cut.batch(empty)
 
 
 class _Cut:
@@ -150,11 +151,6 @@ class _Cut:
         self.pending, self.done = [], self.done + 1
         self.rows += int(last.shape[0])
         return batch
-
-
-def _empty(rows: Rows) -> Features:
-    first = next(rows.chunks(), None)
-    return first[:0] if first is not None else np.zeros((0, 0), dtype=np.float32)
 
 
 def rows_at(rows: Rows, positions: npt.NDArray[np.int64]) -> Features:
