@@ -44,15 +44,24 @@ static socklen_t held_length;
 static in_port_t own_ports[MAX_OWN_PORTS];
 static int n_own_ports;
 
-static int is_wildcard(const struct sockaddr *address, socklen_t length) {
+enum address_kind { OTHER_ADDRESS, WILDCARD_ADDRESS, LOOPBACK_ADDRESS };
+
+/* Whether `address` is its family's wildcard address (0.0.0.0, ::), its loopback address
+   (127.0.0.1, ::1) or another. */
+static enum address_kind kind_of(const struct sockaddr *address, socklen_t length) {
     if (address->sa_family == AF_INET && length >= (socklen_t)sizeof(struct sockaddr_in)) {
-        return ((const struct sockaddr_in *)address)->sin_addr.s_addr == htonl(INADDR_ANY);
+        in_addr_t ip = ((const struct sockaddr_in *)address)->sin_addr.s_addr;
+        return ip == htonl(INADDR_ANY)        ? WILDCARD_ADDRESS
+               : ip == htonl(INADDR_LOOPBACK) ? LOOPBACK_ADDRESS
+                                              : OTHER_ADDRESS;
     }
     if (address->sa_family == AF_INET6 && length >= (socklen_t)sizeof(struct sockaddr_in6)) {
         const struct in6_addr *ip = &((const struct sockaddr_in6 *)address)->sin6_addr;
-        return IN6_IS_ADDR_UNSPECIFIED(ip);
+        return IN6_IS_ADDR_UNSPECIFIED(ip) ? WILDCARD_ADDRESS
+               : IN6_IS_ADDR_LOOPBACK(ip)  ? LOOPBACK_ADDRESS
+                                           : OTHER_ADDRESS;
     }
-    return 0;
+    return OTHER_ADDRESS;
 }
 
 static int holds(const struct sockaddr *address) {
@@ -104,7 +113,7 @@ static int is_own_port(in_port_t port) {
 }
 
 static int held_bind(int fd, const struct sockaddr *address, socklen_t length) {
-    if (!holds(address) || !is_wildcard(address, length)) {
+    if (!holds(address) || kind_of(address, length) != WILDCARD_ADDRESS) {
         return bind(fd, address, length);
     }
     struct sockaddr_storage own;
@@ -114,16 +123,6 @@ static int held_bind(int fd, const struct sockaddr *address, socklen_t length) {
         remember_port(bound_port(fd));
     }
     return result;
-}
-
-static int is_loopback(const struct sockaddr *address, socklen_t length) {
-    if (address->sa_family == AF_INET && length >= (socklen_t)sizeof(struct sockaddr_in)) {
-        return ((const struct sockaddr_in *)address)->sin_addr.s_addr == htonl(INADDR_LOOPBACK);
-    }
-    if (address->sa_family == AF_INET6 && length >= (socklen_t)sizeof(struct sockaddr_in6)) {
-        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)address)->sin6_addr);
-    }
-    return 0;
 }
 
 static int held_connect(int fd, const struct sockaddr *address, socklen_t length) {
@@ -137,7 +136,7 @@ static int held_connect(int fd, const struct sockaddr *address, socklen_t length
             return -1; /* errno from bind: the connection would leave from another address */
         }
     }
-    if (is_loopback(address, length) && is_own_port(port_of(address))) {
+    if (kind_of(address, length) == LOOPBACK_ADDRESS && is_own_port(port_of(address))) {
         held_with_port(&own, port_of(address));
         return connect(fd, (const struct sockaddr *)&own, held_length);
     }
