@@ -175,8 +175,10 @@ class Job:
         deadline = time.monotonic() + timeout_s
         while self.running() and time.monotonic() < deadline:
             time.sleep(POLL_S)
-        for host in self.running():
+        for host in self.running():  # strace's child first: killing strace alone detaches it
             assert host.process is not None
+            for child in psutil.Process(host.process.pid).children():
+                child.kill()
             host.process.kill()
         statuses = {}
         for host in self.hosts.values():
