@@ -89,7 +89,10 @@ def test_a_host_killed_mid_training_ends_the_other(tmp_path: Path, victim: int) 
     job.kill(killed)
     stopped = time.monotonic()
     statuses = job.wait()
-    assert time.monotonic() - stopped < 20  # broken sockets: no timeout to wait for
+    # Broken sockets usually end the survivor at once (1-5 s here, under load too); once in
+    # three CI-like runs of the whole suite it took the collective timeout (30.3 s), cause not
+    # found. The bound the docs promise is the collective timeout.
+    assert time.monotonic() - stopped < COLLECTIVE_TIMEOUT_S + 15
     assert statuses[killed] == -9
     assert statuses[survivor] == 1, job.hosts[survivor].output[-3000:]
     assert job.hosts[survivor].failure.startswith(
