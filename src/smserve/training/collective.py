@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from smserve.algorithms.xgboost.lean_import import import_lean
 from smserve.training.collective_address import held_to
 
 logger = logging.getLogger(__name__)
@@ -134,6 +135,7 @@ def joined(meeting: Meeting) -> Iterator[HostGroup]:
 
 @contextmanager
 def _joined(meeting: Meeting) -> Iterator[HostGroup]:
+    import_lean()  # a k-means job's first import of XGBoost: without its sklearn wrappers
     from xgboost import collective
 
     tracker = _start_tracker(meeting) if meeting.task_id == 0 else None

@@ -7,7 +7,7 @@ the union of the rows, except for which rows make up each mini-batch.
 * Initialisation: a pool of ``max(mini_batch_size, K)`` rows of the union, their positions
   drawn with a fixed seed from ``range(n)`` (the union in rank order: host 0's rows, then host
   1's, ...), gathered by an allreduce; the master picks the K starting centres from it with
-  ``init_method`` (scikit-learn's ``kmeans_plusplus``, or K rows drawn at random) and
+  ``init_method`` (greedy k-means++, ``kmeans_lloyd.plusplus``, or K rows drawn at random) and
   broadcasts them. The same on any number of hosts.
 * Each epoch takes ``max(1, n // (batch * hosts))`` global steps (batch =
   ``max(mini_batch_size, K)``). In each step every host takes its next mini-batch of about
@@ -36,13 +36,13 @@ from collections.abc import Mapping
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
-from sklearn.cluster import kmeans_plusplus
 
 from smserve.training.channels import TRAIN
 from smserve.training.collective import Group
 from smserve.training.failure import TrainingError
 from smserve.training.kmeans_config import SEED, KMeansConfig
 from smserve.training.kmeans_distances import nearest_centers, nearest_squared_distances
+from smserve.training.kmeans_lloyd import STARTS
 from smserve.training.kmeans_reduce import center_count, reduce_centers
 from smserve.training.kmeans_rows import Rows, mini_batches, rows_at
 from smserve.training.logs import format_final_score, format_scores, metrics
@@ -122,12 +122,9 @@ def _initial(
     pool = _pool(rows, counts, size, config.feature_dim, group)
     if group.rank != 0:
         return group.broadcast(None)
-    rng = np.random.default_rng(SEED)
-    if config.init_method == "kmeans++":
-        chosen, _ = kmeans_plusplus(pool, n_centers, random_state=SEED)
-    else:
-        chosen = pool[np.sort(rng.choice(pool.shape[0], n_centers, replace=False))]
-    return group.broadcast(np.asarray(chosen, dtype=np.float64))
+    start = STARTS[config.init_method]
+    chosen = start(pool, np.ones(pool.shape[0]), n_centers, np.random.default_rng(SEED))
+    return group.broadcast(chosen)
 
 
 def _pool(rows: Rows, counts: npt.NDArray[np.int64], size: int, width: int, group: Group) -> Matrix:

@@ -3,8 +3,8 @@ reduces them to k.
 
 Mini-batch k-means trains K = k * ``extra_center_factor`` centres (never more than the training
 rows). Each centre is then weighted by the number of training rows nearest to it, and a weighted
-k-means (Lloyd's algorithm, scikit-learn's ``KMeans`` with ``sample_weight``) on those K weighted
-points gives the k centres of the model. It starts from ``local_lloyd_init_method``, runs
+k-means (Lloyd's algorithm, ``kmeans_lloyd``) on those K weighted points gives the k centres of
+the model. It starts from ``local_lloyd_init_method``, runs
 ``local_lloyd_num_trials`` times keeping the lowest loss, for at most ``local_lloyd_max_iter``
 iterations each, stopping early by ``local_lloyd_tol``.
 
@@ -17,11 +17,13 @@ Values and defaults (AWS documents the ranges and defaults but not what ``auto``
 * ``local_lloyd_init_method``: ``kmeans++`` (default) or ``random``; both draw points in
   proportion to their weight.
 * ``local_lloyd_num_trials``: positive integer or ``auto`` (default). ``auto`` is 1 trial after
-  ``kmeans++`` and 10 after ``random``, scikit-learn's own ``n_init="auto"`` rule.
+  ``kmeans++`` and 10 after ``random`` (scikit-learn's ``n_init="auto"`` rule). The trials
+  draw from one generator seeded with 0, so a job is reproducible.
 * ``local_lloyd_max_iter``: positive integer, default 300.
-* ``local_lloyd_tol``: a number in [0, 1], default 0.0001. It is scikit-learn's ``tol``: the run
-  stops when the centres move less than tol times the mean per-feature variance of the K points
-  (AWS describes a tolerance on the change in loss; both end a converged run early).
+* ``local_lloyd_tol``: a number in [0, 1], default 0.0001, as scikit-learn's ``tol``: the run
+  stops when the centres' summed squared shift is at most tol times the mean per-feature
+  variance of the K points (AWS describes a tolerance on the change in loss; both end a
+  converged run early).
 
 Centres that no training row is nearest to get weight 0 and take no part. If no more than k
 centres keep a weight, the k heaviest centres are the model.
@@ -34,13 +36,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from sklearn.cluster import KMeans
 
 from smserve.training.failure import TrainingError
 from smserve.training.hyperparameters import Hyperparameters
+from smserve.training.kmeans_lloyd import STARTS, lloyd
 
 AUTO = "auto"
-INIT_METHODS = {"random": "random", "kmeans++": "k-means++"}
+INIT_METHODS = tuple(STARTS)
 MIN_AUTO_FACTOR = 10
 AUTO_TRIALS = {"kmeans++": 1, "random": 10}
 
@@ -96,23 +98,24 @@ def auto_factor(n_rows: int) -> int:
 
 
 def reduce_centers(
-    centers: npt.NDArray[np.floating], weights: npt.NDArray[np.integer], k: int, lloyd: LocalLloyd
+    centers: npt.NDArray[np.floating],
+    weights: npt.NDArray[np.integer],
+    k: int,
+    lloyd_settings: LocalLloyd,
 ) -> npt.NDArray[np.floating]:
     """The k centres of a weighted k-means on ``centers`` (shape K x d, K >= k)."""
     live = weights > 0
     if np.count_nonzero(live) <= k:
         return _heaviest(centers, weights, k)
-    model = KMeans(
-        n_clusters=k,
-        init=INIT_METHODS[lloyd.init_method],
-        n_init=lloyd.trials,
-        max_iter=lloyd.max_iter,
-        tol=lloyd.tol,
-        random_state=0,
-    )
-    model.fit(centers[live], sample_weight=weights[live].astype(np.float64))
-    reduced: npt.NDArray[np.floating] = model.cluster_centers_
-    return reduced
+    points, mass = np.asarray(centers[live], np.float64), weights[live].astype(np.float64)
+    start, rng = STARTS[lloyd_settings.init_method], np.random.default_rng(0)
+    runs = [
+        lloyd(
+            points, mass, start(points, mass, k, rng), lloyd_settings.max_iter, lloyd_settings.tol
+        )
+        for _ in range(lloyd_settings.trials)
+    ]
+    return min(runs, key=lambda run: run[1])[0]
 
 
 def _heaviest(

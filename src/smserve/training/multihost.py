@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from smserve.algorithms.xgboost.lean_import import import_lean
 from smserve.config import TrainingSettings
 from smserve.training.cluster import Cluster, resolve_all
 from smserve.training.collective import LOCAL, Group, Meeting, collective_reason, joined
@@ -216,6 +217,7 @@ def _meeting(
 @contextmanager
 def _across(cluster: Cluster) -> Iterator[None]:
     """XGBoost's collective errors as HostsFailed naming this host; others labelled too."""
+    import_lean()  # XGBoost's first import in a k-means job: without its sklearn wrappers
     from xgboost.core import XGBoostError
 
     try:
