@@ -66,6 +66,17 @@ def smserve() -> list[str]:
     return [found]
 
 
+IMPORTS_LISTED = {"PYTHONPROFILEIMPORTTIME": "1"}  # Python prints each import to stderr
+
+
+def imported(output: str, module: str) -> bool:
+    """Whether a host started with IMPORTS_LISTED imported ``module`` (an import that failed is
+    listed too: ask for a submodule to learn whether a package loaded)."""
+    lines = output.splitlines()
+    listed = (line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:"))
+    return module in listed
+
+
 def csv_text(features: np.ndarray, labels: np.ndarray | None) -> str:
     table = features if labels is None else np.column_stack([labels, features])
     buffer = io.StringIO()
@@ -77,8 +88,16 @@ def csv_text(features: np.ndarray, labels: np.ndarray | None) -> str:
 class Host:
     name: str
     base: Path
-    process: subprocess.Popen[str] | None = None
-    output: str = ""
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def log(self) -> Path:
+        """The host's stdout and stderr: a file, which never fills up as a pipe would."""
+        return self.base.parent / "output.log"
+
+    @property
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     @property
     def syscalls(self) -> Path:
@@ -159,13 +178,13 @@ class Job:
                 "OMP_NUM_THREADS": "1",
                 **environ,
             }
-            host.process = subprocess.Popen(
-                traced([*smserve(), "train"], host.syscalls),
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
+            with host.log.open("wb") as log:
+                host.process = subprocess.Popen(
+                    traced([*smserve(), "train"], host.syscalls),
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
 
     def running(self) -> list[Host]:
         return [h for h in self.hosts.values() if h.process and h.process.poll() is None]
@@ -183,24 +202,22 @@ class Job:
         statuses = {}
         for host in self.hosts.values():
             if host.process is not None:
-                host.output = host.process.communicate(timeout=30)[0]
-                statuses[host.name] = host.process.returncode
+                statuses[host.name] = host.process.wait(timeout=30)
         assert time.monotonic() < deadline, f"the job ran past {timeout_s} s: {statuses}"
         return statuses
 
     def wait_for_line(self, name: str, text: str, timeout_s: float = 60.0) -> None:
-        """Read ``name``'s output until a line holds ``text`` (the rest is kept)."""
+        """Wait until ``name``'s output holds ``text``."""
         host = self.hosts[name]
         assert host.process is not None
-        assert host.process.stdout is not None
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            line = host.process.stdout.readline()
-            host.output += line
-            if text in line:
+            ended = host.process.poll() is not None
+            if text in host.output:
                 return
-            if not line and host.process.poll() is not None:
+            if ended:
                 break
+            time.sleep(POLL_S)
         raise AssertionError(f"{name} never printed {text!r}:\n{host.output}")
 
     def kill(self, name: str) -> None:

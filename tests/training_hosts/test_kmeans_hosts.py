@@ -10,7 +10,7 @@ import pytest
 from smserve.algorithms.ndarray import read_ndarray_file
 from smserve.training.kmeans_distances import nearest_squared_distances
 
-from .hosts import Job, csv_text, host_names
+from .hosts import IMPORTS_LISTED, Job, csv_text, host_names, imported
 
 pytestmark = pytest.mark.process
 
@@ -35,11 +35,15 @@ def test_two_sharded_hosts_reach_the_one_host_objective_within_one_percent(
         job.data(name, "train", {"a.csv": csv_text(part, None)}, "text/csv;label_size=0")
     alone = Job(tmp_path / "one", names[:1], {**KMEANS, "epochs": "3"})
     alone.data(names[0], "train", {"a.csv": csv_text(cluster_rows, None)}, "text/csv;label_size=0")
-    job.start()
+    job.start(**IMPORTS_LISTED)
     assert job.wait() == {name: 0 for name in names}, [h.output for h in job.hosts.values()]
-    alone.start()
+    alone.start(**IMPORTS_LISTED)
     assert alone.wait() == {names[0]: 0}
     assert job.hosts[names[1]].model_files() == []
+    # k-means is numpy's alone, XGBoost's collective imported without its sklearn wrappers
+    hosts = [*job.hosts.values(), *alone.hosts.values()]
+    assert imported(alone.hosts[names[0]].output, "smserve.training.kmeans_fit")
+    assert not any(imported(host.output, "sklearn.base") for host in hosts)
     two, one = (
         objective(centres_of(job, names[0]), cluster_rows),
         objective(centres_of(alone, names[0]), cluster_rows),

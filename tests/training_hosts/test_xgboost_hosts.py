@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import xgboost as xgb
 
-from .hosts import Job, csv_text, host_names
+from .hosts import IMPORTS_LISTED, Job, csv_text, host_names, imported
 
 pytestmark = pytest.mark.process
 
@@ -41,9 +41,11 @@ def test_two_hosts_train_one_model_written_by_the_master_on_loopback_only(
     tmp_path: Path, binary_rows: tuple[np.ndarray, np.ndarray]
 ) -> None:
     job = sharded(tmp_path, binary_rows, 2)
-    job.start()
+    job.start(**IMPORTS_LISTED)
     assert job.wait() == {name: 0 for name in job.names}, [h.output for h in job.hosts.values()]
     master, worker = job.hosts.values()
+    assert imported(master.output, "xgboost.core")
+    assert not imported(master.output, "sklearn.base")  # XGBoost imported lean
     assert master.model_files() == ["xgboost-model"]
     assert worker.model_files() == []
     assert not master.failure_file.exists()
