@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import io
 import json
 import signal
 import socket
@@ -44,9 +45,12 @@ def server(xgb_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 
 def post(
-    connection: http.client.HTTPConnection, body: bytes, accept: str = "application/json"
+    connection: http.client.HTTPConnection,
+    body: bytes,
+    accept: str = "application/json",
+    content_type: str = "text/csv",
 ) -> http.client.HTTPResponse:
-    headers = {"Content-Type": "text/csv", "Accept": accept}
+    headers = {"Content-Type": content_type, "Accept": accept}
     connection.request("POST", "/invocations", body=body, headers=headers)
     return connection.getresponse()
 
@@ -266,7 +270,14 @@ def _process_tree(root: int) -> list[int]:
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")
 def test_serving_processes_load_neither_sklearn_nor_pandas(server: Server) -> None:
+    """Not even to decode Parquet and Arrow bodies with nulls (pyarrow's ``to_numpy`` would
+    import pandas)."""
     assert ping(server) == 200
+    for content_type, body in _columnar_bodies_with_a_null():
+        for _ in range(4):  # most likely every worker
+            with contextlib.closing(server.connection()) as connection:
+                response = post(connection, body, content_type=content_type)
+                assert response.status == 200, response.read()
     mapped = {
         pid: Path(f"/proc/{pid}/maps").read_text() for pid in _process_tree(server.process.pid)
     }
@@ -275,6 +286,22 @@ def test_serving_processes_load_neither_sklearn_nor_pandas(server: Server) -> No
     for pid, maps in mapped.items():  # ...and no process maps scikit-learn or pandas
         assert "/sklearn/" not in maps, pid
         assert "/pandas/" not in maps, pid
+
+
+def _columnar_bodies_with_a_null() -> list[tuple[str, bytes]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = {f"f{i}": pa.array([0.5, None, 1.5], type=pa.float32()) for i in range(4)}
+    table = pa.table({**columns, "f3": pa.array([1, 2, 3], type=pa.int64())})
+    parquet, stream = io.BytesIO(), pa.BufferOutputStream()
+    pq.write_table(table, parquet)
+    with pa.ipc.new_stream(stream, table.schema) as writer:
+        writer.write_table(table)
+    return [
+        ("application/x-parquet", parquet.getvalue()),
+        ("application/vnd.apache.arrow.stream", stream.getvalue().to_pybytes()),
+    ]
 
 
 def test_stock_boto3_invoke_endpoint(server: Server) -> None:

@@ -156,9 +156,25 @@ def _float_values(column: pa.ChunkedArray) -> np.ndarray:
     if pa.types.is_dictionary(kind):
         column, kind = column.cast(kind.value_type), kind.value_type
     if kind not in (pa.float32(), pa.float64()):  # safe=False: a uint64 rounds, as in numpy
-        column = pc.cast(column, pa.float64(), safe=False)
-    values: np.ndarray = column.to_numpy()
-    return values
+        column, kind = pc.cast(column, pa.float64(), safe=False), pa.float64()
+    dtype = np.dtype(np.float32 if kind == pa.float32() else np.float64)
+    chunks = [_chunk_values(chunk, dtype) for chunk in column.chunks if len(chunk)]
+    return np.concatenate(chunks) if len(chunks) > 1 else next(iter(chunks), np.empty(0, dtype))
+
+
+def _chunk_values(chunk: pa.Array, dtype: np.dtype) -> np.ndarray:
+    """A float chunk's values from its buffers, nulls as NaN (without nulls: a read-only view).
+    pyarrow's own ``to_numpy``, and any ``pa.scalar`` (``fill_null``'s NaN), import pandas
+    where it is installed: 0.15 s and tens of MB in a process that never uses it."""
+    validity, data = chunk.buffers()[:2]
+    start = chunk.offset * dtype.itemsize
+    values = np.frombuffer(data, dtype=dtype, count=len(chunk), offset=start)
+    if not chunk.null_count:
+        return values
+    bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
+    filled = values.copy()
+    filled[bits[chunk.offset : chunk.offset + len(chunk)] == 0] = np.nan
+    return filled
 
 
 def table_from_prediction(prediction: Prediction) -> pa.Table:

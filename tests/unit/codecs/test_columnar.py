@@ -22,6 +22,7 @@ from smserve.algorithms.loading import load_algorithm
 from smserve.codecs import default_registry
 from smserve.codecs.arrow import ArrowCodec
 from smserve.codecs.base import DecodeContext
+from smserve.codecs.columnar import batch_from_table
 from smserve.codecs.parquet import ParquetCodec
 from smserve.config import Settings
 from smserve.errors import DecodeError, InvalidInput, PayloadTooLarge
@@ -160,6 +161,18 @@ def test_pandas_dtypes_with_nulls(
     frame = frame.assign(income=column)
     got = decode(content_type, write(pa.Table.from_pandas(frame, preserve_index=False)))
     np.testing.assert_array_equal(got[:, 1], np.array([1, np.nan, 3, 4, 5, 6], np.float32))
+
+
+@pytest.mark.parametrize("kind", [pa.float32(), pa.float64(), pa.int8()])
+def test_nulls_in_chunks_that_start_mid_byte_of_their_validity_bits(kind: pa.DataType) -> None:
+    """Chunks sliced from a longer array (Arrow streams hold such): offsets 3 and 11."""
+    raw = [float(i) if i % 3 else None for i in range(20)]
+    whole = pa.array(raw, type=pa.float64()).cast(kind)
+    column = pa.chunked_array([whole.slice(3, 6), whole.slice(11, 9)])
+    table = pa.table({name: column for name in NAMES})
+    got = batch_from_table(table, media.ARROW_STREAM, DecodeContext()).features
+    expected = np.array([np.nan if v is None else v for v in raw[3:9] + raw[11:20]], np.float32)
+    np.testing.assert_array_equal(got[:, 0], expected)
 
 
 @pytest.mark.parametrize(("content_type", "write"), FORMATS)
