@@ -8,7 +8,13 @@ label from a noisy non-linear function; ``--held-out`` further rows score both X
 mini-batch size and centre factor, labels ignored. The collective's set-up is measured apart:
 the same jobs on 1,000 rows, two hosts minus one host (two meetings: census and training).
 
-    nice .venv/bin/python bench/training/multihost.py [--rows N] [--rounds 100] [--work DIR]
+k-means and the set-up run ``--repeats`` times (default 7), the one-host and two-host jobs in
+alternating order (one first, then two first, ...), and report medians with their range: a
+job's time depends on what ran just before it (the kernel's free huge pages, which the job
+before leaves behind), so a fixed order would favour one side. XGBoost runs once.
+
+    nice .venv/bin/python bench/training/multihost.py [--rows N] [--rounds 100] [--repeats 7]
+        [--only xgboost|kmeans] [--work DIR]
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -159,13 +166,17 @@ def kmeans_objective(model_dir: Path, features: np.ndarray) -> tuple[np.ndarray,
     return centres, float(nearest_squared_distances(features, centres).sum())
 
 
+Times = tuple[float, float]  # wall, logged training
+
+
 def compare(
     work: Path,
     name: str,
     hyperparameters: Mapping[str, str],
     rows: tuple[np.ndarray, np.ndarray],
-    port: int,
-) -> tuple[tuple[float, float], tuple[float, float], Path, Path]:
+    repeats: int = 1,
+) -> tuple[list[Times], list[Times], Path, Path]:
+    """Each job's times over ``repeats`` runs, one host and two hosts taking turns to go first."""
     features, labels = rows
     half = features.shape[0] // 2
     one = prepare(work, f"{name}-one", hyperparameters, [rows])
@@ -175,7 +186,11 @@ def compare(
         hyperparameters,
         [(features[:half], labels[:half]), (features[half:], labels[half:])],
     )
-    return run_job(one, port), run_job(two, port and port + 10), one[0] / "model", two[0] / "model"
+    times: dict[int, list[Times]] = {1: [], 2: []}
+    for run in range(repeats):
+        for bases in (one, two) if run % 2 == 0 else (two, one):
+            times[len(bases)].append(run_job(bases))
+    return times[1], times[2], one[0] / "model", two[0] / "model"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -184,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--held-out", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--work", type=Path, default=None)
-    parser.add_argument("--port", type=int, default=0, help="tracker ports (0: free ones)")
+    parser.add_argument("--repeats", type=int, default=7, help="runs of k-means and set-up")
     parser.add_argument("--only", choices=("xgboost", "kmeans"), default=None)
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="smserve-multihost-"))
@@ -205,7 +220,7 @@ def _bench(args: argparse.Namespace, work: Path) -> int:
         "eval_metric": "auc",
     }
     one, two, _, _ = compare(
-        work, "setup", {**xgb_hp, "num_round": "1"}, make_rows(1000, 2), args.port
+        work, "setup", {**xgb_hp, "num_round": "1"}, make_rows(1000, 2), args.repeats
     )
     _report("collective set-up (1,000 rows, 1 round)", one, two, difference=True)
     if args.only != "kmeans":
@@ -222,9 +237,7 @@ def _xgboost(
     rows: tuple[np.ndarray, np.ndarray],
 ) -> None:
     held_features, held_labels = make_rows(args.held_out, 1)
-    one, two, one_dir, two_dir = compare(
-        work, "xgboost", xgb_hp, rows, args.port and args.port + 20
-    )
+    one, two, one_dir, two_dir = compare(work, "xgboost", xgb_hp, rows)
     _report(f"xgboost hist {args.rounds} rounds, {args.rows:,} x {N_FEATURES}", one, two)
     auc_one = auc(one_dir, held_features, held_labels)
     auc_two = auc(two_dir, held_features, held_labels)
@@ -236,7 +249,7 @@ def _xgboost(
 
 def _kmeans(args: argparse.Namespace, work: Path, rows: tuple[np.ndarray, np.ndarray]) -> None:
     km_hp = {"algorithm": "kmeans", "k": "10", "feature_dim": str(N_FEATURES)}
-    one, two, one_dir, two_dir = compare(work, "kmeans", km_hp, rows, args.port and args.port + 40)
+    one, two, one_dir, two_dir = compare(work, "kmeans", km_hp, rows, args.repeats)
     _report(f"kmeans k=10, {args.rows:,} x {N_FEATURES}", one, two)
     _, ssd_one = kmeans_objective(one_dir, rows[0])
     _, ssd_two = kmeans_objective(two_dir, rows[0])
@@ -246,16 +259,18 @@ def _kmeans(args: argparse.Namespace, work: Path, rows: tuple[np.ndarray, np.nda
     )
 
 
-def _report(
-    what: str, one: tuple[float, float], two: tuple[float, float], difference: bool = False
-) -> None:
+def _report(what: str, one: list[Times], two: list[Times], difference: bool = False) -> None:
+    runs = f", median of {len(one)} runs" if len(one) > 1 else ""
     for label, i in (("wall", 0), ("training (logged)", 1)):
-        tail = (
-            f"difference {two[i] - one[i]:+.2f} s"
-            if difference
-            else f"ratio {two[i] / one[i]:.2f}x"
-        )
-        print(f"{what}, {label}: one host {one[i]:.2f} s, two hosts {two[i]:.2f} s, {tail}")
+        a, b = statistics.median(t[i] for t in one), statistics.median(t[i] for t in two)
+        tail = f"difference {b - a:+.2f} s" if difference else f"ratio {b / a:.2f}x"
+        print(f"{what}, {label}{runs}: one host {a:.2f} s, two hosts {b:.2f} s, {tail}")
+        if len(one) > 1:
+            print(f"    one host {_spread(one, i)}; two hosts {_spread(two, i)}")
+
+
+def _spread(times: list[Times], i: int) -> str:
+    return f"{min(t[i] for t in times):.2f}-{max(t[i] for t in times):.2f} s"
 
 
 if __name__ == "__main__":
