@@ -63,9 +63,10 @@ def _next_center(
 
 
 def random_start(points: Matrix, weights: Vector, n: int, rng: np.random.Generator) -> Matrix:
-    """``n`` distinct points drawn in proportion to weight."""
-    live = np.count_nonzero(weights)
-    p = weights / weights.sum() if live >= n else None  # too few weighted points: uniform
+    """``n`` distinct points drawn in proportion to weight (uniformly where every weight is
+    the same, or fewer than ``n`` points have any)."""
+    uniform = np.count_nonzero(weights) < n or bool(np.all(weights == weights[0]))
+    p = None if uniform else weights / weights.sum()
     return points[np.sort(rng.choice(points.shape[0], n, replace=False, p=p))].copy()
 
 
