@@ -38,6 +38,15 @@ def nearest_centers(features: Features, centers: np.ndarray) -> npt.NDArray[np.i
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.intp)
 
 
+def squared_distances(features: Features, centers: np.ndarray) -> npt.NDArray[np.float64]:
+    """Squared Euclidean distances, rows x centres, float64, clipped at 0 (rounding); the
+    whole matrix at once, for the small problems of ``kmeans_lloyd``."""
+    c = np.asarray(centers, dtype=np.float64)
+    squared = _squared_distances(features, c, np.einsum("ij,ij->i", c, c))
+    clipped: npt.NDArray[np.float64] = np.maximum(squared, 0.0)
+    return clipped
+
+
 Pick = Callable[[npt.NDArray[np.float64]], npt.NDArray[T]]
 
 

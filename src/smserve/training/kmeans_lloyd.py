@@ -23,17 +23,10 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from smserve.training.kmeans_distances import squared_distances
+
 Matrix = npt.NDArray[np.float64]
 Vector = npt.NDArray[np.float64]
-
-
-def squared_distances(points: Matrix, centers: Matrix) -> Matrix:
-    """Squared Euclidean distances, points x centres, clipped at 0 (rounding)."""
-    cross = points @ centers.T
-    squared = np.einsum("ij,ij->i", points, points)[:, None] - 2.0 * cross
-    squared += np.einsum("ij,ij->i", centers, centers)[None, :]
-    clipped: Matrix = np.maximum(squared, 0.0)
-    return clipped
 
 
 def plusplus(points: Matrix, weights: Vector, n: int, rng: np.random.Generator) -> Matrix:

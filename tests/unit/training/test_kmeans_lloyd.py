@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from sklearn.cluster import KMeans
 
-from smserve.training.kmeans_lloyd import lloyd, plusplus, random_start, squared_distances
+from smserve.training.kmeans_distances import squared_distances
+from smserve.training.kmeans_lloyd import lloyd, plusplus, random_start
 
 
 def blobs(seed: int, per_blob: int = 40) -> tuple[np.ndarray, np.ndarray]:
