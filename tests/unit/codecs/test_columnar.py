@@ -7,6 +7,7 @@ from __future__ import annotations
 import decimal
 import io
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ from smserve.algorithms.loading import load_algorithm
 from smserve.codecs import default_registry
 from smserve.codecs.arrow import ArrowCodec
 from smserve.codecs.base import DecodeContext
-from smserve.codecs.columnar import batch_from_table
+from smserve.codecs.columnar import TILE_ROWS, batch_from_table
 from smserve.codecs.parquet import ParquetCodec
 from smserve.config import Settings
 from smserve.errors import DecodeError, InvalidInput, PayloadTooLarge
@@ -173,6 +174,58 @@ def test_nulls_in_chunks_that_start_mid_byte_of_their_validity_bits(kind: pa.Dat
     got = batch_from_table(table, media.ARROW_STREAM, DecodeContext()).features
     expected = np.array([np.nan if v is None else v for v in raw[3:9] + raw[11:20]], np.float32)
     np.testing.assert_array_equal(got[:, 0], expected)
+
+
+ROWS = 3 * TILE_ROWS + 123
+
+
+@pytest.mark.parametrize(
+    "cuts",
+    [
+        pytest.param([0, TILE_ROWS + 1, TILE_ROWS + 1, ROWS], id="tiles-with-an-empty-chunk"),
+        pytest.param([0, 5, 9, 300, TILE_ROWS + 1, ROWS], id="small-chunks-column-by-column"),
+    ],
+)
+def test_tables_taller_than_a_tile_in_batches_that_do_not_line_up_keep_every_cell(
+    cuts: list[int],
+) -> None:
+    """Over several tiles, with two columns chunked at ``cuts`` and the others whole (so the
+    record batches are slices at those rows), every cell lands in its own row and column, in
+    the model's column order. Three chunks in 12,411 rows are written batch by batch in tiles
+    (float columns) and column by column (the others); five chunks, column by column."""
+    rows = ROWS
+    rng = np.random.default_rng(7)
+    values = rng.normal(size=(rows, 5)) * 1000
+    nulls = rng.random(rows) < 0.1
+    columns = {
+        "f32": pa.array(values[:, 0].astype(np.float32)),
+        "f64": pa.array(values[:, 1]),
+        "i64": pa.array(np.rint(values[:, 2]).astype(np.int64)),
+        "nulls": pa.array(values[:, 3].astype(np.float32), mask=nulls),
+        "dict": pa.array(np.rint(values[:, 4] / 100)).dictionary_encode(),
+    }
+    table = pa.table(
+        {
+            name: pa.chunked_array([column.slice(a, b - a) for a, b in pairwise(cuts)])
+            if name in ("f64", "dict")
+            else column
+            for name, column in columns.items()
+        }
+    )
+    order = ("dict", "f32", "nulls", "i64", "f64")
+    got = batch_from_table(table, media.PARQUET, DecodeContext(order)).features
+    expected = np.column_stack(
+        [
+            np.rint(values[:, 4] / 100),
+            values[:, 0].astype(np.float32),
+            np.where(nulls, np.nan, values[:, 3].astype(np.float32)),
+            np.rint(values[:, 2]),
+            values[:, 1],
+        ]
+    ).astype(np.float32)
+    assert got.flags.c_contiguous
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, expected)
 
 
 @pytest.mark.parametrize(("content_type", "write"), FORMATS)
