@@ -114,7 +114,22 @@ def measure(name: str, size: int) -> dict[str, float]:
         charged[0] = max(charged[0], needed)
         check(self, needed, what)
 
+    def pieces_recording(
+        self: budget_module.RequestBudget,
+        body: bytes,
+        per_byte: int,
+        per_piece: int,
+        separators: bytes,
+        media_type: str,
+    ) -> None:
+        """``check_pieces`` calls ``check`` only near the limit: record its exact count."""
+        pieces = 1 + sum(map(body.count, separators))
+        charged[0] = max(charged[0], per_byte * len(body) + per_piece * pieces)
+        check_pieces(self, body, per_byte, per_piece, separators, media_type)
+
+    check_pieces = budget_module.RequestBudget.check_pieces
     budget_module.RequestBudget.check = recording  # type: ignore[method-assign]
+    budget_module.RequestBudget.check_pieces = pieces_recording  # type: ignore[method-assign]
     settings = Settings(request_memory_bytes=1 << 40, request_memory_ratio=1 << 20)
     decoder, media = default_registry(settings).decoder_for(media_type, media_type)
     context = DecodeContext(budget=budget_module.MemoryBudget.of(settings))
