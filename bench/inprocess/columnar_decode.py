@@ -20,11 +20,8 @@ import argparse
 import io
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -32,11 +29,14 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from smserve import media
-from smserve.codecs.arrow import ArrowCodec
-from smserve.codecs.base import DecodeContext
-from smserve.codecs.parquet import ParquetCodec
-from smserve.media import MediaType
+if not __package__:  # run as a file: `bench` imports from the repository root
+    sys.path[0] = str(Path(__file__).resolve().parents[2])
+from bench.shared.timing import median_of  # noqa: E402
+from smserve import media  # noqa: E402
+from smserve.codecs.arrow import ArrowCodec  # noqa: E402
+from smserve.codecs.base import DecodeContext  # noqa: E402
+from smserve.codecs.parquet import ParquetCodec  # noqa: E402
+from smserve.media import MediaType  # noqa: E402
 
 N_FEATURES = 50
 FORMATS = {"parquet": media.PARQUET, "arrow-stream": media.ARROW_STREAM}
@@ -50,15 +50,6 @@ def bodies(n_rows: int) -> dict[str, bytes]:
     with pa.ipc.new_stream(stream, table.schema) as writer:
         writer.write_table(table)
     return {"parquet": parquet.getvalue(), "arrow-stream": bytes(stream.getvalue())}
-
-
-def median_ms(action: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times) * 1000
 
 
 def read_table(name: str, body: bytes) -> pa.Table:
@@ -87,7 +78,7 @@ def measure(rows: list[int], repeat: int) -> dict[str, dict[str, float]]:
         for name, body in bodies(n_rows).items():
             np.testing.assert_array_equal(decoded(name, body), peer(name, body))
             results[f"{name} {n_rows}"] = {
-                label: median_ms(partial(action, name, body), repeat)
+                label: median_of(partial(action, name, body), repeat) * 1000
                 for label, action in (("floor", read_table), ("peer", peer), ("smserve", decoded))
             }
     return results

@@ -15,6 +15,11 @@ def median_s(call: Callable[[], object], budget_s: float) -> float:
     return statistics.median(_timed(call) for _ in range(repeat))
 
 
+def median_of(call: Callable[[], object], repeat: int) -> float:
+    """The median of ``repeat`` timed calls, in seconds."""
+    return statistics.median(_timed(call) for _ in range(repeat))
+
+
 def _timed(call: Callable[[], object]) -> float:
     start = time.perf_counter()
     call()
