@@ -87,6 +87,7 @@ PARAMETERS: Mapping[str, Reader] = {
     "eval_metric": _names,
 }
 DEFAULTS: Mapping[str, Any] = {"objective": "reg:squarederror", "device": "cpu"}
+QUANTISED_METHODS = ("auto", "hist")  # "auto" is "hist" since XGBoost 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +189,7 @@ def _labelled(dataset: Dataset) -> Dataset:
 
 def fit(config: XGBoostConfig, data: Mapping[str, Dataset]) -> xgb.Booster:
     """Train for ``num_round`` rounds (fewer with early stopping) on ``data["train"]``."""
-    matrices = {name: xgb.DMatrix(d.features, label=d.labels) for name, d in data.items()}
+    matrices = training_matrices(config.params, data)
     try:
         booster = xgb.train(
             dict(config.params),
@@ -204,6 +205,31 @@ def fit(config: XGBoostConfig, data: Mapping[str, Dataset]) -> xgb.Booster:
         raise TrainingError(f"XGBoost rejected the job: {_reason(exc)}") from exc
     _log_best(booster)
     return booster
+
+
+def training_matrices(
+    params: Mapping[str, Any], data: Mapping[str, Dataset]
+) -> dict[str, xgb.DMatrix]:
+    """XGBoost's matrices of ``data`` (``train`` first). ``hist`` on the CPU (XGBoost's default
+    method) trains on the quantised rows alone, so they are quantised as they are read
+    (``QuantileDMatrix``; the other sets with the training set's bins): the same model, without
+    DMatrix's copy of every value (8 bytes each, 400 MB for 1,000,000 x 50) and its quantising
+    pass. ``exact`` and ``approx``, and the GPU (untested here), keep ``DMatrix``."""
+    if not _quantised(params):
+        return {name: xgb.DMatrix(d.features, label=d.labels) for name, d in data.items()}
+    bins = {"max_bin": params["max_bin"]} if "max_bin" in params else {}
+    train = xgb.QuantileDMatrix(data[TRAIN].features, label=data[TRAIN].labels, **bins)
+    return {
+        name: xgb.QuantileDMatrix(d.features, label=d.labels, ref=train, **bins)
+        if name != TRAIN
+        else train
+        for name, d in data.items()
+    }
+
+
+def _quantised(params: Mapping[str, Any]) -> bool:
+    method = params.get("tree_method", "hist")
+    return method in QUANTISED_METHODS and params.get("device", "cpu") == "cpu"
 
 
 def _callbacks(config: XGBoostConfig) -> list[xgb.callback.TrainingCallback]:

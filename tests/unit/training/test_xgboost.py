@@ -2,13 +2,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import xgboost as xgb
 
+from smserve.training.data import Dataset
 from smserve.training.hyperparameters import Hyperparameters
-from smserve.training.xgboost import XGBoostConfig
+from smserve.training.xgboost import XGBoostConfig, training_matrices
 
 from .training_data import TrainingJob, blobs, to_csv, to_libsvm, to_recordio
 
@@ -83,6 +86,76 @@ def test_early_stopping_keeps_the_best_round(job: TrainingJob) -> None:
     assert 0 <= best < 200
     assert model.num_boosted_rounds() == best + 1
     assert model.attr("best_score") is not None
+
+
+def quarter_steps(n_rows: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Features exact in CSV and libsvm text (quarters; a quarter of them 0, which libsvm
+    leaves out, so they are missing there) and a noisy binary label."""
+    rng = np.random.default_rng(seed)
+    features = (rng.integers(-40, 40, size=(n_rows, 4)) / 4).astype(np.float32)
+    features[rng.random(features.shape) < 0.25] = 0.0
+    noise = rng.normal(0, 2, n_rows)
+    labels = (features[:, 0] + features[:, 1] * features[:, 2] + noise > 0).astype(np.float32)
+    return features, labels
+
+
+@pytest.mark.parametrize(("write", "content_type"), [(to_csv, "text/csv"), (to_libsvm, None)])
+@pytest.mark.parametrize("tree_method", [None, "auto", "hist", "approx", "exact"])
+def test_every_tree_method_trains_the_model_xgboost_trains_from_a_dmatrix(
+    job: TrainingJob, write: Callable[..., str], content_type: str | None, tree_method: str | None
+) -> None:
+    """hist trains on quantised rows read straight into a QuantileDMatrix (the validation set
+    on the training set's bins); the model, its rounds and early stopping are XGBoost's own
+    from a DMatrix of the same rows, as for exact and approx."""
+    (train_x, train_y), (valid_x, valid_y) = quarter_steps(400, 1), quarter_steps(150, 2)
+    params = {
+        "objective": "binary:logistic", "max_depth": "4", "eta": "0.3", "max_bin": "16",
+        "seed": "3", "eval_metric": "logloss",
+        **({"tree_method": tree_method} if tree_method else {}),
+    }  # fmt: skip
+    job.hyperparameters(num_round="60", early_stopping_rounds="4", **params)
+    job.channel("train", {"a": write(train_x, train_y)}, content_type)
+    job.channel("validation", {"a": write(valid_x, valid_y)}, content_type)
+    assert job.run() == 0
+    make = (lambda x: sp.csr_matrix(x)) if write is to_libsvm else (lambda x: x)
+    train = xgb.DMatrix(make(train_x), label=train_y)
+    reference = xgb.train(
+        {**params, "device": "cpu"},
+        train,
+        num_boost_round=60,
+        evals=[(train, "train"), (xgb.DMatrix(make(valid_x), label=valid_y), "validation")],
+        callbacks=[xgb.callback.EarlyStopping(rounds=4, data_name="validation", save_best=True)],
+        verbose_eval=False,
+    )
+    model = booster(job)
+    assert model.num_boosted_rounds() == reference.num_boosted_rounds() < 60
+    assert model.attr("best_iteration") == reference.attr("best_iteration")
+    rows = np.vstack([train_x, valid_x])
+    np.testing.assert_array_equal(model.inplace_predict(rows), reference.inplace_predict(rows))
+
+
+@pytest.mark.parametrize(
+    ("params", "kind"),
+    [
+        ({}, xgb.QuantileDMatrix),
+        ({"tree_method": "hist", "max_bin": 16}, xgb.QuantileDMatrix),
+        ({"tree_method": "auto"}, xgb.QuantileDMatrix),
+        ({"tree_method": "approx"}, xgb.DMatrix),
+        ({"tree_method": "exact"}, xgb.DMatrix),
+        ({"tree_method": "hist", "device": "cuda"}, xgb.DMatrix),
+    ],
+)
+def test_hist_on_the_cpu_quantises_the_rows_as_it_reads_them(
+    params: dict[str, object], kind: type[xgb.DMatrix]
+) -> None:
+    features, labels = quarter_steps(50, 4)
+    data = {
+        "train": Dataset("train", features, labels),
+        "validation": Dataset("validation", features[:0], labels[:0]),  # an empty shard
+    }
+    matrices = training_matrices({"device": "cpu", **params}, data)
+    assert [type(m) for m in matrices.values()] == [kind, kind]
+    assert [m.num_row() for m in matrices.values()] == [50, 0]
 
 
 def test_hyperparameters_become_xgboost_params() -> None:
