@@ -171,12 +171,20 @@ def parquet_rows_lie(rows: int) -> bytes:
     return _parquet([(page, len(page))] * 50, rows, UNCOMPRESSED, page_rows=1)
 
 
+def parquet_footer_disagrees(file_rows: int) -> bytes:
+    """One row of 50 columns in one row group of 1 row, under a footer declaring
+    ``file_rows`` rows in the file."""
+    page = bytes(8)
+    return _parquet([(page, len(page))] * 50, 1, UNCOMPRESSED, file_rows=file_rows)
+
+
 def _parquet(
     pages: list[tuple[bytes, int]],
     rows: int,
     codec: int,
     page_rows: int | None = None,
     chunk_short: int = 0,
+    file_rows: int | None = None,
 ) -> bytes:
     body = bytearray(b"PAR1")
     chunks = []
@@ -207,7 +215,7 @@ def _parquet(
                     [_schema_root(len(pages))] + [_schema_column(i) for i in range(len(pages))],
                 ),
             ),
-            (3, _I64, rows),
+            (3, _I64, rows if file_rows is None else file_rows),
             (4, _LIST, (_STRUCT, [_row_group(chunks, rows, codec)])),
         ]
     )

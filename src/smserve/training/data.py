@@ -172,6 +172,8 @@ def _stack(name: str, parts: Sequence[Dataset]) -> Dataset:
     if any(sparse):
         raise TrainingError(f"channel {name!r} mixes dense and sparse files")
     _check_same_width(name, parts)
+    if len(parts) == 1:  # one file: its rows as they are, not a copy
+        return Dataset(name, parts[0].features, labels)
     return Dataset(name, np.concatenate([part.features for part in parts]), labels)
 
 

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 import xgboost as xgb
 
+from bench.hostile import hostile_bodies
 from smserve.algorithms.ndarray import read_ndarray_file
 from smserve.media import PARQUET, MediaType
 from smserve.training import kmeans
@@ -97,6 +98,44 @@ def test_bad_files_fail_naming_the_problem(
     job.channel("train", {"a.parquet": content}, PARQUET)
     assert job.run() == 1
     assert message in job.failure
+
+
+DAMAGED = {
+    "row-group-lies": (
+        lambda: hostile_bodies.parquet_rows_lie(1000),
+        {"xgboost": "row group 1 declares 1000 rows but holds 1"},
+    ),
+    "footer-declares-1e12-rows": (
+        lambda: hostile_bodies.parquet_rows_lie(10**12),
+        {
+            "xgboost": "1000000000000 rows of 50 columns need 200000000000000 bytes as float32",
+            "kmeans": "row group 1 declares 1000000000000 rows but holds 1",
+        },
+    ),
+    "footer-disagrees-with-row-groups": (
+        lambda: hostile_bodies.parquet_footer_disagrees(5),
+        {"xgboost": "the footer declares 5 rows but its row groups 1"},
+    ),
+}
+
+
+@pytest.mark.parametrize("algorithm", ["xgboost", "kmeans"])
+@pytest.mark.parametrize("case", list(DAMAGED))
+def test_a_file_whose_counts_lie_is_refused_naming_it(
+    job: TrainingJob, algorithm: str, case: str
+) -> None:
+    """Row counts from the footer size the reads; a file whose counts are not its rows is a
+    failed job naming the file (exit 1), never a crash or an allocation of what it declares.
+    The files: one real row of 50 columns (hand-written metadata, bench/hostile)."""
+    body, messages = DAMAGED[case]
+    hyperparameters = (
+        {"num_round": "1"} if algorithm == "xgboost" else {"k": "1", "feature_dim": "49"}
+    )
+    job.hyperparameters(algorithm=algorithm, **hyperparameters)
+    job.channel("train", {"lie.parquet": body()}, PARQUET)
+    assert job.run() == 1
+    assert "lie.parquet" in job.failure
+    assert messages.get(algorithm, messages["xgboost"]) in job.failure
 
 
 def test_kmeans_streams_row_groups_to_the_same_centres(tmp_path: Path) -> None:
