@@ -4,8 +4,9 @@ CPU; the one-host job on CPU 0), XGBoost ``hist`` and k-means on the same rows.
 
 Data: ``--rows`` (default 1,000,000) x 50 float32 features as Parquet (label first), a binary
 label from a noisy non-linear function; ``--held-out`` further rows score both XGBoost models
-(AUC). The two-host job gets the rows as two ShardedByS3Key halves. k-means: k=10, the default
-mini-batch size and centre factor, labels ignored. The collective's set-up is measured apart:
+(AUC). The two-host job gets the rows as two ShardedByS3Key halves. k-means: k=10, the
+default mini-batch size and centre factor, labels ignored. Each job also reports the peak
+RSS of its largest host. The collective's set-up is measured apart:
 the same jobs on 1,000 rows, two hosts minus one host (two meetings: census and training).
 
 smserve's byte code is compiled first, as an installed package has it.
@@ -103,11 +104,12 @@ def free_tracker_ports() -> int:
         return port
 
 
-def run_job(bases: Sequence[Path], port: int = 0) -> tuple[float, float]:
-    """Start one pinned ``smserve train`` per base (CPU i for base i); the wall time, and the
+def run_job(bases: Sequence[Path], port: int = 0) -> tuple[float, float, float]:
+    """Start one pinned ``smserve train`` per base (CPU i for base i); the wall time, the
     training time from the logs (first "training ... on channels" to the last line of any
-    host: without the interpreter's start and imports, which a loaded machine stretches).
-    ``port`` 0: free tracker ports of its own."""
+    host: without the interpreter's start and imports, which a loaded machine stretches), and
+    the largest peak RSS of a host in MB (from ``wait4``). ``port`` 0: free tracker ports of
+    its own."""
     port = port or free_tracker_ports()
     started = time.perf_counter()
     processes = []
@@ -121,12 +123,14 @@ def run_job(bases: Sequence[Path], port: int = 0) -> tuple[float, float]:
         log = (base / "train.log").open("w")
         command = ["taskset", "-c", str(cpu), smserve(), "train"]
         processes.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT))
-    codes = [p.wait(timeout=3600) for p in processes]
+    ended = [os.wait4(p.pid, 0) for p in processes]  # each host ends within its timeouts
     elapsed = time.perf_counter() - started
+    codes = [os.waitstatus_to_exitcode(status) for _, status, _ in ended]
     if any(codes):
         logs = [(b / "train.log").read_text()[-2000:] for b in bases]
         raise SystemExit(f"training failed {codes}:\n" + "\n".join(logs))
-    return elapsed, _logged_span([(b / "train.log").read_text() for b in bases])
+    peak_mb = max(usage.ru_maxrss for _, _, usage in ended) / 1024
+    return elapsed, _logged_span([(b / "train.log").read_text() for b in bases]), peak_mb
 
 
 def _logged_span(logs: Sequence[str]) -> float:
@@ -180,7 +184,7 @@ def kmeans_objective(model_dir: Path, features: np.ndarray) -> tuple[np.ndarray,
     return centres, float(nearest_squared_distances(features, centres).sum())
 
 
-Times = tuple[float, float]  # wall, logged training
+Times = tuple[float, float, float]  # wall, logged training, largest host's peak RSS (MB)
 
 
 def compare(
@@ -282,6 +286,8 @@ def _report(what: str, one: list[Times], two: list[Times], difference: bool = Fa
         print(f"{what}, {label}{runs}: one host {a:.2f} s, two hosts {b:.2f} s, {tail}")
         if len(one) > 1:
             print(f"    one host {_spread(one, i)}; two hosts {_spread(two, i)}")
+    a, b = statistics.median(t[2] for t in one), statistics.median(t[2] for t in two)
+    print(f"{what}, peak RSS of the largest host{runs}: one host {a:.0f} MB, two hosts {b:.0f} MB")
 
 
 def _spread(times: list[Times], i: int) -> str:
