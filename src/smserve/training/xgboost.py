@@ -211,10 +211,10 @@ def training_matrices(
     params: Mapping[str, Any], data: Mapping[str, Dataset]
 ) -> dict[str, xgb.DMatrix]:
     """XGBoost's matrices of ``data`` (``train`` first). ``hist`` on the CPU (XGBoost's default
-    method) trains on the quantised rows alone, so they are quantised as they are read
-    (``QuantileDMatrix``; the other sets with the training set's bins): the same model, without
-    DMatrix's copy of every value (8 bytes each, 400 MB for 1,000,000 x 50) and its quantising
-    pass. ``exact`` and ``approx``, and the GPU (untested here), keep ``DMatrix``."""
+    method) trains on the quantised rows alone, so they are quantised straight from the rows
+    read (``QuantileDMatrix``; the other sets on the training set's bins): the same model,
+    without DMatrix's copy of every value (8 bytes each, 400 MB for 1,000,000 x 50). ``exact``
+    and ``approx``, and the GPU (untested here), keep ``DMatrix``."""
     if not _quantised(params):
         return {name: xgb.DMatrix(d.features, label=d.labels) for name, d in data.items()}
     bins = {"max_bin": params["max_bin"]} if "max_bin" in params else {}
