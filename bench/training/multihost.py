@@ -22,6 +22,7 @@ before leaves behind), so a fixed order would favour one side. XGBoost runs once
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -108,7 +109,7 @@ def run_job(bases: Sequence[Path], port: int = 0) -> tuple[float, float, float]:
     """Start one pinned ``smserve train`` per base (CPU i for base i); the wall time, the
     training time from the logs (first "training ... on channels" to the last line of any
     host: without the interpreter's start and imports, which a loaded machine stretches), and
-    the largest peak RSS of a host in MB (from ``wait4``). ``port`` 0: free tracker ports of
+    the largest peak RSS of a host in MB. ``port`` 0: free tracker ports of
     its own."""
     port = port or free_tracker_ports()
     started = time.perf_counter()
@@ -123,14 +124,27 @@ def run_job(bases: Sequence[Path], port: int = 0) -> tuple[float, float, float]:
         log = (base / "train.log").open("w")
         command = ["taskset", "-c", str(cpu), smserve(), "train"]
         processes.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT))
-    ended = [os.wait4(p.pid, 0) for p in processes]  # each host ends within its timeouts
+    peak_kb = _peak_while_running(processes)
+    codes = [p.wait(timeout=3600) for p in processes]
     elapsed = time.perf_counter() - started
-    codes = [os.waitstatus_to_exitcode(status) for _, status, _ in ended]
     if any(codes):
         logs = [(b / "train.log").read_text()[-2000:] for b in bases]
         raise SystemExit(f"training failed {codes}:\n" + "\n".join(logs))
-    peak_mb = max(usage.ru_maxrss for _, _, usage in ended) / 1024
-    return elapsed, _logged_span([(b / "train.log").read_text() for b in bases]), peak_mb
+    return elapsed, _logged_span([(b / "train.log").read_text() for b in bases]), peak_kb / 1024
+
+
+def _peak_while_running(processes: Sequence[subprocess.Popen[bytes]]) -> int:
+    """The largest VmHWM (kB) of the processes, read every 20 ms until they end: a high-water
+    mark only grows, so the last read holds the peak. (wait4's ru_maxrss would count this
+    process's memory too: a child's high-water mark starts before it execs.)"""
+    peak = 0
+    while any(p.poll() is None for p in processes):
+        for process in processes:
+            with contextlib.suppress(OSError, IndexError):
+                status = Path(f"/proc/{process.pid}/status").read_text()
+                peak = max(peak, int(status.split("VmHWM:")[1].split()[0]))
+        time.sleep(0.02)
+    return peak
 
 
 def _logged_span(logs: Sequence[str]) -> float:
