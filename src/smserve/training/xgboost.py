@@ -23,6 +23,8 @@ import numpy as np
 import xgboost as xgb
 
 from smserve import media
+from smserve.codecs.finite import check_finite
+from smserve.errors import ClientError
 from smserve.training.channels import TRAIN, VALIDATION, Channel
 from smserve.training.collective import Group, collective_broke, collective_reason
 from smserve.training.data import Dataset, read_channel
@@ -31,6 +33,7 @@ from smserve.training.hyperparameters import Hyperparameters
 from smserve.training.logs import format_scores, metrics
 from smserve.training.parquet import with_label_column
 from smserve.training.plan import WHOLE, Share, has_data
+from smserve.types import Batch
 
 logger = logging.getLogger(__name__)
 
@@ -179,32 +182,51 @@ def _datasets(
 
 
 def _labelled(dataset: Dataset) -> Dataset:
+    """``dataset``, checked: a numeric label on every row, no infinite feature value (a
+    missing value is NaN, or left out of a sparse row)."""
     if dataset.labels is None:
         raise TrainingError(f"channel {dataset.name!r} has no labels; XGBoost needs them")
     bad = np.flatnonzero(~np.isfinite(dataset.labels))
     if bad.size:
         raise TrainingError(f"channel {dataset.name!r}: row {bad[0] + 1} has no numeric label")
+    _check_finite(dataset)
     return dataset
 
 
-def fit(config: XGBoostConfig, data: Mapping[str, Dataset]) -> xgb.Booster:
-    """Train for ``num_round`` rounds (fewer with early stopping) on ``data["train"]``."""
-    matrices = training_matrices(config.params, data)
+def _check_finite(dataset: Dataset) -> None:
+    """As serving checks a request (XGBoost itself would stop with a trace)."""
     try:
-        booster = xgb.train(
-            dict(config.params),
-            matrices[TRAIN],
-            num_boost_round=config.num_round,
-            evals=[(matrix, name) for name, matrix in matrices.items()],
-            callbacks=_callbacks(config),
-            verbose_eval=False,
-        )
+        check_finite(Batch(dataset.features, _cell), f"channel {dataset.name!r}")
+    except ClientError as exc:
+        raise TrainingError(exc.message) from None
+
+
+def _cell(row: int, column: int) -> str:
+    return f"row {row + 1}, feature {column + 1} (the label not counted)"
+
+
+def fit(config: XGBoostConfig, data: Mapping[str, Dataset]) -> xgb.Booster:
+    """Train for ``num_round`` rounds (fewer with early stopping) on ``data["train"]``; what
+    XGBoost refuses, building its matrices or training, is a TrainingError."""
+    try:
+        booster = _boosted(config, training_matrices(config.params, data))
     except xgb.core.XGBoostError as exc:
         if collective_broke(exc):
             raise HostsFailed(f"training across hosts stopped: {collective_reason(exc)}") from exc
         raise TrainingError(f"XGBoost rejected the job: {_reason(exc)}") from exc
     _log_best(booster)
     return booster
+
+
+def _boosted(config: XGBoostConfig, matrices: Mapping[str, xgb.DMatrix]) -> xgb.Booster:
+    return xgb.train(
+        dict(config.params),
+        matrices[TRAIN],
+        num_boost_round=config.num_round,
+        evals=[(matrix, name) for name, matrix in matrices.items()],
+        callbacks=_callbacks(config),
+        verbose_eval=False,
+    )
 
 
 def training_matrices(

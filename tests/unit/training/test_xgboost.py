@@ -1,8 +1,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import resource
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -219,3 +224,51 @@ def test_validation_width_must_match_for_dense_data(job: TrainingJob) -> None:
     job.channel("validation", {"a.csv": "1,2\n"}, "text/csv")
     assert job.run() == 1
     assert "'validation' has 1 features, expected 2" in job.failure
+
+
+@pytest.mark.parametrize(
+    ("content", "content_type", "where"),
+    [
+        ("1,2,3\n0,4,1e39\n", "text/csv", "row 2, feature 2"),
+        ("1 0:1 4:2\n0 3:-inf\n", "text/libsvm", "row 2, feature 4"),
+    ],
+    ids=["csv-beyond-float32", "libsvm-minus-infinity"],
+)
+def test_an_infinite_feature_fails_naming_its_row(
+    job: TrainingJob, content: str, content_type: str, where: str
+) -> None:
+    """XGBoost itself stops at an infinity with a stack trace (exit 2 before); a NaN or a
+    value left out is missing, and trains."""
+    job.hyperparameters(num_round="2")
+    job.channel("train", {"a": content}, content_type)
+    assert job.run() == 1
+    assert job.failure.startswith(f"channel 'train': {where} (the label not counted): ")
+    assert "infinite" in job.failure
+
+
+TRAIN_COMMAND = "import sys; from smserve.cli import main; sys.exit(main())"
+
+
+def test_what_xgboost_refuses_while_building_its_matrix_is_a_failed_job(tmp_path: Path) -> None:
+    """A libsvm index of 2,000,000,000 asks XGBoost for a quantile sketch per feature: under a
+    6 GiB address-space limit it fails with std::bad_alloc while building the QuantileDMatrix,
+    which is the job's failure (exit 1) with XGBoost's reason, not an unexpected error."""
+    job = TrainingJob(tmp_path)
+    job.hyperparameters(num_round="2", objective="binary:logistic")
+    job.channel("train", {"a.libsvm": "1 0:1 2000000000:1\n0 0:2 5:1\n"}, "text/libsvm")
+    limit = 6 << 30
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from smserve.cli import main; sys.exit(main())",
+            "train",
+        ],
+        env={**os.environ, "SMSERVE_TRAINING_BASE_DIR": str(tmp_path), "OMP_NUM_THREADS": "1"},
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert job.failure.startswith("XGBoost rejected the job: "), job.failure
