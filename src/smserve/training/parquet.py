@@ -4,9 +4,12 @@ each file's columns are features, and the label is the first column unless the j
 
 Files are read one row group at a time: ``row_groups`` yields them in order, so k-means,
 streaming a channel too large for memory, holds one row group (and one mini-batch) at a time;
-``read_parquet_file`` stacks a file's row groups for XGBoost, which needs all rows at once.
-Feature columns are converted as for serving (``codecs/columnar.py``): numeric types to float32,
-nulls as missing values; other column types are a TrainingError naming the column.
+``read_parquet_file`` copies a file's row groups into arrays sized from its footer for
+XGBoost, which needs all rows at once. The footer's counts are checked against the row
+groups' and each row group's against what it holds: a file that declares rows it does not
+hold is a TrainingError naming it. Feature columns are converted as for serving
+(``codecs/columnar.py``): numeric types to float32, nulls as missing values; other column
+types are a TrainingError naming the column.
 """
 
 from __future__ import annotations
