@@ -33,6 +33,7 @@ from smserve.training.hyperparameters import Hyperparameters
 from smserve.training.logs import format_scores, metrics
 from smserve.training.parquet import with_label_column
 from smserve.training.plan import WHOLE, Share, has_data
+from smserve.training.xgboost_matrices import training_matrices
 from smserve.types import Batch
 
 logger = logging.getLogger(__name__)
@@ -90,7 +91,6 @@ PARAMETERS: Mapping[str, Reader] = {
     "eval_metric": _names,
 }
 DEFAULTS: Mapping[str, Any] = {"objective": "reg:squarederror", "device": "cpu"}
-QUANTISED_METHODS = ("auto", "hist")  # "auto" is "hist" since XGBoost 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,31 +227,6 @@ def _boosted(config: XGBoostConfig, matrices: Mapping[str, xgb.DMatrix]) -> xgb.
         callbacks=_callbacks(config),
         verbose_eval=False,
     )
-
-
-def training_matrices(
-    params: Mapping[str, Any], data: Mapping[str, Dataset]
-) -> dict[str, xgb.DMatrix]:
-    """XGBoost's matrices of ``data`` (``train`` first). ``hist`` on the CPU (XGBoost's default
-    method) trains on the quantised rows alone, so they are quantised straight from the rows
-    read (``QuantileDMatrix``; the other sets on the training set's bins): the same model,
-    without DMatrix's copy of every value (8 bytes each, 400 MB for 1,000,000 x 50). ``exact``
-    and ``approx``, and the GPU (untested here), keep ``DMatrix``."""
-    if not _quantised(params):
-        return {name: xgb.DMatrix(d.features, label=d.labels) for name, d in data.items()}
-    bins = {"max_bin": params["max_bin"]} if "max_bin" in params else {}
-    train = xgb.QuantileDMatrix(data[TRAIN].features, label=data[TRAIN].labels, **bins)
-    return {
-        name: xgb.QuantileDMatrix(d.features, label=d.labels, ref=train, **bins)
-        if name != TRAIN
-        else train
-        for name, d in data.items()
-    }
-
-
-def _quantised(params: Mapping[str, Any]) -> bool:
-    method = params.get("tree_method", "hist")
-    return method in QUANTISED_METHODS and params.get("device", "cpu") == "cpu"
 
 
 def _callbacks(config: XGBoostConfig) -> list[xgb.callback.TrainingCallback]:

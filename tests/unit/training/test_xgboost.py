@@ -14,11 +14,10 @@ import pytest
 import scipy.sparse as sp
 import xgboost as xgb
 
-from smserve.training.data import Dataset
 from smserve.training.hyperparameters import Hyperparameters
-from smserve.training.xgboost import XGBoostConfig, training_matrices
+from smserve.training.xgboost import XGBoostConfig
 
-from .training_data import TrainingJob, blobs, to_csv, to_libsvm, to_recordio
+from .training_data import TrainingJob, blobs, quarter_steps, to_csv, to_libsvm, to_recordio
 
 METRIC_LINE = re.compile(r"^\[(\d+)\]((?:#011[a-z]+-[a-z@0-9]+:-?\d+\.\d{5})+)$", re.MULTILINE)
 
@@ -93,17 +92,6 @@ def test_early_stopping_keeps_the_best_round(job: TrainingJob) -> None:
     assert model.attr("best_score") is not None
 
 
-def quarter_steps(n_rows: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Features exact in CSV and libsvm text (quarters; a quarter of them 0, which libsvm
-    leaves out, so they are missing there) and a noisy binary label."""
-    rng = np.random.default_rng(seed)
-    features = (rng.integers(-40, 40, size=(n_rows, 4)) / 4).astype(np.float32)
-    features[rng.random(features.shape) < 0.25] = 0.0
-    noise = rng.normal(0, 2, n_rows)
-    labels = (features[:, 0] + features[:, 1] * features[:, 2] + noise > 0).astype(np.float32)
-    return features, labels
-
-
 @pytest.mark.parametrize(("write", "content_type"), [(to_csv, "text/csv"), (to_libsvm, None)])
 @pytest.mark.parametrize("tree_method", [None, "auto", "hist", "approx", "exact"])
 def test_every_tree_method_trains_the_model_xgboost_trains_from_a_dmatrix(
@@ -137,30 +125,6 @@ def test_every_tree_method_trains_the_model_xgboost_trains_from_a_dmatrix(
     assert model.attr("best_iteration") == reference.attr("best_iteration")
     rows = np.vstack([train_x, valid_x])
     np.testing.assert_array_equal(model.inplace_predict(rows), reference.inplace_predict(rows))
-
-
-@pytest.mark.parametrize(
-    ("params", "kind"),
-    [
-        ({}, xgb.QuantileDMatrix),
-        ({"tree_method": "hist", "max_bin": 16}, xgb.QuantileDMatrix),
-        ({"tree_method": "auto"}, xgb.QuantileDMatrix),
-        ({"tree_method": "approx"}, xgb.DMatrix),
-        ({"tree_method": "exact"}, xgb.DMatrix),
-        ({"tree_method": "hist", "device": "cuda"}, xgb.DMatrix),
-    ],
-)
-def test_hist_on_the_cpu_quantises_the_rows_as_it_reads_them(
-    params: dict[str, object], kind: type[xgb.DMatrix]
-) -> None:
-    features, labels = quarter_steps(50, 4)
-    data = {
-        "train": Dataset("train", features, labels),
-        "validation": Dataset("validation", features[:0], labels[:0]),  # an empty shard
-    }
-    matrices = training_matrices({"device": "cpu", **params}, data)
-    assert [type(m) for m in matrices.values()] == [kind, kind]
-    assert [m.num_row() for m in matrices.values()] == [50, 0]
 
 
 def test_hyperparameters_become_xgboost_params() -> None:

@@ -92,3 +92,14 @@ def to_recordio(features: np.ndarray, labels: np.ndarray | None) -> bytes:
         buffer = io.BytesIO()
         write_numpy_to_dense_tensor(buffer, features, labels)
     return buffer.getvalue()
+
+
+def quarter_steps(n_rows: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Features exact in CSV and libsvm text (quarters; a quarter of them 0, which libsvm
+    leaves out, so they are missing there) and a noisy binary label."""
+    rng = np.random.default_rng(seed)
+    features = (rng.integers(-40, 40, size=(n_rows, 4)) / 4).astype(np.float32)
+    features[rng.random(features.shape) < 0.25] = 0.0
+    noise = rng.normal(0, 2, n_rows)
+    labels = (features[:, 0] + features[:, 1] * features[:, 2] + noise > 0).astype(np.float32)
+    return features, labels
