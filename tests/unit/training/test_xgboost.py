@@ -97,9 +97,9 @@ def test_early_stopping_keeps_the_best_round(job: TrainingJob) -> None:
 def test_every_tree_method_trains_the_model_xgboost_trains_from_a_dmatrix(
     job: TrainingJob, write: Callable[..., str], content_type: str | None, tree_method: str | None
 ) -> None:
-    """hist trains on quantised rows read straight into a QuantileDMatrix (the validation set
-    on the training set's bins); the model, its rounds and early stopping are XGBoost's own
-    from a DMatrix of the same rows, as for exact and approx."""
+    """hist trains from a QuantileDMatrix (the validation set on the training set's bins);
+    the model saved, byte for byte as XGBoost's JSON, with its rounds and early stopping, is
+    XGBoost's own from a DMatrix of the same rows, as for exact and approx."""
     (train_x, train_y), (valid_x, valid_y) = quarter_steps(400, 1), quarter_steps(150, 2)
     params = {
         "objective": "binary:logistic", "max_depth": "4", "eta": "0.3", "max_bin": "16",
@@ -125,6 +125,7 @@ def test_every_tree_method_trains_the_model_xgboost_trains_from_a_dmatrix(
     assert model.attr("best_iteration") == reference.attr("best_iteration")
     rows = np.vstack([train_x, valid_x])
     np.testing.assert_array_equal(model.inplace_predict(rows), reference.inplace_predict(rows))
+    assert model.save_raw("json") == reference.save_raw("json")
 
 
 def test_hyperparameters_become_xgboost_params() -> None:
