@@ -33,7 +33,7 @@ _WIDEST_CAST = 8  # a column is cast to float64 on its way to float32, one colum
 _PLAIN: dict[pa.DataType, np.dtype[Any]] = {
     pa.float32(): np.dtype(np.float32),
     pa.float64(): np.dtype(np.float64),
-}  # read from their buffers as they are
+}  # float columns' dtypes: read from their buffers as they are
 TILE_ROWS = 4096  # 4,096 rows x 50 float32 columns: 800 KB, within a core's L2 cache
 
 
@@ -91,7 +91,7 @@ def _fill(features: np.ndarray, table: pa.Table) -> None:
         for j, column in enumerate(table.columns):
             features[:, j] = _float_values(column)
         return
-    plain = [_plain_dtype(field.type) for field in table.schema]
+    plain = [_PLAIN.get(field.type) for field in table.schema]
     at = 0
     for batch in table.to_batches():  # views of the columns' chunks, no copies
         if batch.num_rows:
@@ -111,7 +111,7 @@ def _fill_batch(
     for j, (column, dtype) in enumerate(zip(columns, plain, strict=True)):
         if dtype is not None and not column.null_count:
             views.append((j, _chunk_values(column, dtype)))
-        elif len(column):
+        else:
             rows[:, j] = _float_values(column)
     for start in range(0, rows.shape[0], TILE_ROWS):
         tile = rows[start : start + TILE_ROWS]
@@ -197,17 +197,12 @@ def _float_values(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     kind = column.type
     if pa.types.is_dictionary(kind):
         column, kind = column.cast(kind.value_type), kind.value_type
-    dtype = _plain_dtype(kind)
+    dtype = _PLAIN.get(kind)
     if dtype is None:  # safe=False: a uint64 rounds, as in numpy
         column, dtype = pc.cast(column, pa.float64(), safe=False), np.dtype(np.float64)
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     values = [_chunk_values(chunk, dtype) for chunk in chunks if len(chunk)]
     return np.concatenate(values) if len(values) > 1 else values[0]
-
-
-def _plain_dtype(kind: pa.DataType) -> np.dtype[Any] | None:
-    """The dtype of a float32 or float64 column's values as Arrow holds them; None for others."""
-    return _PLAIN.get(kind)
 
 
 def _chunk_values(chunk: pa.Array, dtype: np.dtype) -> np.ndarray:
