@@ -14,6 +14,12 @@
  *                                  binds gave (at shutdown XGBoost wakes its own error
  *                                  listener through 127.0.0.1 or ::1, which no longer listens)
  *
+ * Each of those connections is also sent without Nagle's delay (TCP_NODELAY), as XGBoost
+ * already sends its peers' data. XGBoost's tracker protocol writes a length, then the message,
+ * then waits for the answer: with Nagle's algorithm the message waits for the length's
+ * acknowledgement, which the receiver delays (40 ms on Linux). Joining a group took 44 ms on
+ * loopback that way, 2 ms without it.
+ *
  * It does so by rewriting the library's own GOT slots for `bind` and `connect` (the entries
  * the dynamic linker filled with libc's functions) to point at the wrappers below
  * (_got_slots.c). Nothing else in the process is touched: Python's sockets, other libraries
@@ -32,6 +38,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -125,10 +132,22 @@ static int held_bind(int fd, const struct sockaddr *address, socklen_t length) {
     return result;
 }
 
+/* `fd` sends each write at once, when it is a TCP socket (best effort: a failure changes
+   nothing but the delay). */
+static void without_nagle(int fd) {
+    int type = 0;
+    socklen_t length = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) == 0 && type == SOCK_STREAM) {
+        int on = 1;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+    }
+}
+
 static int held_connect(int fd, const struct sockaddr *address, socklen_t length) {
     if (!holds(address)) {
         return connect(fd, address, length);
     }
+    without_nagle(fd);
     struct sockaddr_storage own;
     if (bound_port(fd) == 0) {
         held_with_port(&own, 0);

@@ -8,7 +8,9 @@ the kernel picks (the tracker then gives that address to the other hosts). While
 XGBoost's library, and only by it: a wildcard bind becomes a bind to the host's address, and a
 connection is bound to that address before it leaves. So every socket of the job is on the
 address the host's name resolves to: 127.0.0.x in the loopback tests, the instance's own
-address on SageMaker.
+address on SageMaker. Those connections are also sent without Nagle's delay (``TCP_NODELAY``):
+XGBoost's tracker protocol writes a length, then the message, which Nagle's algorithm held back
+for the length's delayed acknowledgement (40 ms a meeting).
 
 The address must belong to this machine (checked by binding a socket to it first). Where it
 does not, or the extension is missing (a source install without a compiler) or cannot rewrite

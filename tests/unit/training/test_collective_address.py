@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
+import shutil
 import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -48,6 +53,48 @@ def test_a_group_holds_its_listeners_and_connections_to_the_host_address() -> No
     while any(s == psutil.CONN_LISTEN for _, _, s in sockets_now() - before):
         assert time.monotonic() < deadline, sockets_now() - before
         time.sleep(0.01)
+
+
+_TRACED = re.compile(r"^(\d+) (setsockopt|connect)\((\d+), (.*)$")
+
+
+def connects_without_nodelay(record: Path) -> tuple[list[str], int]:
+    """The inet connects in an strace ``record`` whose thread set no TCP_NODELAY on their socket
+    since its previous connect; and how many inet connects there were."""
+    since_connect: dict[str, list[str]] = {}  # per thread: the calls since its last connect
+    missing, connects = [], 0
+    for line in record.read_text(encoding="utf-8").splitlines():
+        match = _TRACED.match(line)
+        if match is None:
+            continue
+        thread, call, fd, rest = match.groups()
+        if call == "setsockopt":
+            since_connect.setdefault(thread, []).append(f"{fd} {rest}")
+        elif rest.startswith("{sa_family=AF_INET"):
+            connects += 1
+            if f"{fd} SOL_TCP, TCP_NODELAY, [1]" not in "|".join(since_connect.get(thread, [])):
+                missing.append(line)
+            since_connect[thread] = []
+    return missing, connects
+
+
+def test_the_collectives_connections_send_without_nagles_delay(tmp_path: Path) -> None:
+    # XGBoost's tracker protocol writes a length, then the message: with Nagle's algorithm the
+    # message waits for the length's delayed acknowledgement (40 ms a meeting on loopback)
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.fail("strace is needed to see the socket options set (./run-tests installs it)")
+    record = tmp_path / "calls.strace"
+    meeting = (ADDRESS, ADDRESS, free_port(ADDRESS), 0, 1, 30)
+    group_of_one = (
+        "from smserve.training.collective import Meeting, joined\n"
+        f"with joined(Meeting(*{meeting!r})):\n    pass\n"
+    )
+    traced = [strace, "-f", "-qq", "--seccomp-bpf", "-e", "trace=setsockopt,connect", "-o"]
+    subprocess.run([*traced, str(record), sys.executable, "-c", group_of_one], check=True)
+    missing, connects = connects_without_nodelay(record)
+    assert connects >= 3, record.read_text()  # to the tracker, again to leave, its error port
+    assert missing == []
 
 
 def test_an_address_of_another_machine_is_not_held_and_says_so(
