@@ -1,5 +1,5 @@
-"""A fresh process that loads an XGBoost model imports neither scikit-learn nor pandas for it,
-and can still import them afterwards; one that loads k-means never imports XGBoost; a pickled
+"""A fresh process that loads an XGBoost model imports neither scikit-learn, pandas nor
+scipy.special for it, and can still import them afterwards; one that loads k-means never imports XGBoost; a pickled
 scikit-learn wrapper (opted in) still loads and predicts. Each case runs in a new interpreter,
 since this test process has imported everything already."""
 
@@ -26,8 +26,10 @@ settings = Settings(model_dir=Path(sys.argv[1]), allow_pickle=True, xgboost_devi
 algorithm = load_algorithm(settings)
 rows = np.asarray(json.loads(sys.argv[2]), dtype=np.float32)
 first = next(iter(algorithm.predict(Batch(rows)).outputs.values()))
-loaded = {name: name in sys.modules for name in ("xgboost", "sklearn", "pandas")}
-import pandas, sklearn  # still importable afterwards
+loaded = {
+    name: name in sys.modules for name in ("xgboost", "sklearn", "pandas", "scipy.special")
+}
+import pandas, scipy.special, sklearn  # still importable afterwards
 print(json.dumps({"loaded": loaded, "first": np.asarray(first, dtype=float).tolist()}))
 """
 
@@ -40,11 +42,16 @@ def _fresh_process(model_dir: Path, rows: np.ndarray) -> dict[str, object]:
     return report
 
 
-def test_an_xgboost_model_loads_without_sklearn_or_pandas(
+def test_an_xgboost_model_loads_without_sklearn_pandas_or_scipy_special(
     xgb_binary_dir: Path, model_features: np.ndarray
 ) -> None:
     report = _fresh_process(xgb_binary_dir, model_features[:5])
-    assert report["loaded"] == {"xgboost": True, "sklearn": False, "pandas": False}
+    assert report["loaded"] == {
+        "xgboost": True,
+        "sklearn": False,
+        "pandas": False,
+        "scipy.special": False,
+    }
     booster = xgb.Booster()
     booster.load_model(bytearray((xgb_binary_dir / "xgboost-model").read_bytes()))
     expected = booster.predict(xgb.DMatrix(model_features[:5]))
