@@ -1,0 +1,155 @@
+"""The processes of ``multihost.py``: each host's ``/opt/ml`` tree, and ``smserve train`` run
+as one process per tree, pinned to a CPU of its own, with its wall time, its logged training
+time and its largest peak RSS."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+HOSTS = ("127.0.0.2", "127.0.0.3")
+N_FEATURES = 50
+PARQUET = "application/x-parquet"
+
+
+def write_parquet(path: Path, features: np.ndarray, labels: np.ndarray) -> None:
+    columns = {"label": labels, **{f"f{j}": features[:, j] for j in range(N_FEATURES)}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(columns), path, row_group_size=100_000)
+
+
+def layout(
+    base: Path, hyperparameters: Mapping[str, str], hosts: Sequence[str], current: str
+) -> None:
+    config = base / "input" / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "hyperparameters.json").write_text(json.dumps(dict(hyperparameters)))
+    channel = {"ContentType": PARQUET, "S3DistributionType": "ShardedByS3Key"}
+    (config / "inputdataconfig.json").write_text(json.dumps({"train": channel}))
+    resource = {"current_host": current, "hosts": list(hosts), "network_interface_name": "lo"}
+    (config / "resourceconfig.json").write_text(json.dumps(resource))
+
+
+def smserve() -> str:
+    script = Path(sys.executable).with_name("smserve")
+    return str(script) if script.is_file() else "smserve"
+
+
+def compiled_as_installed() -> None:
+    """smserve's byte code written once, as ``pip install`` and the image write it: an
+    editable install under PYTHONDONTWRITEBYTECODE (this project's sandbox) would otherwise
+    compile every smserve module again in each process, which no installed job pays."""
+    import compileall
+
+    import smserve
+
+    package = Path(smserve.__file__).parent
+    if not compileall.compile_dir(package, quiet=1, legacy=False):
+        raise SystemExit(f"could not compile {package}")
+
+
+def free_tracker_ports() -> int:
+    """A port p such that p and p + 1 (the tracker's two meetings) are free on the master's
+    address now: each job gets its own, since a port an earlier job's tracker used stays in
+    TIME_WAIT for a minute and XGBoost's tracker does not bind over it."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind((HOSTS[0], 0))
+            port = int(probe.getsockname()[1])
+        with socket.socket() as second:
+            try:
+                second.bind((HOSTS[0], port + 1))
+            except OSError:
+                continue
+        return port
+
+
+def run_job(bases: Sequence[Path], port: int = 0) -> tuple[float, float, float]:
+    """Start one pinned ``smserve train`` per base (CPU i for base i); the wall time, the
+    training time from the logs (first "training ... on channels" to the last line of any
+    host: without the interpreter's start and imports, which a loaded machine stretches), and
+    the largest peak RSS of a host in MB. ``port`` 0: free tracker ports of
+    its own."""
+    port = port or free_tracker_ports()
+    started = time.perf_counter()
+    processes = []
+    for cpu, base in enumerate(bases):
+        env = {
+            **os.environ,
+            "SMSERVE_TRAINING_BASE_DIR": str(base),
+            "SMSERVE_TRACKER_PORT": str(port),
+            "OMP_NUM_THREADS": "1",
+        }
+        log = (base / "train.log").open("w")
+        command = ["taskset", "-c", str(cpu), smserve(), "train"]
+        processes.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT))
+    peak_kb = _peak_while_running(processes)
+    codes = [p.wait(timeout=3600) for p in processes]
+    elapsed = time.perf_counter() - started
+    if any(codes):
+        logs = [(b / "train.log").read_text()[-2000:] for b in bases]
+        raise SystemExit(f"training failed {codes}:\n" + "\n".join(logs))
+    return elapsed, _logged_span([(b / "train.log").read_text() for b in bases]), peak_kb / 1024
+
+
+def _peak_while_running(processes: Sequence[subprocess.Popen[bytes]]) -> int:
+    """The largest VmHWM (kB) of the processes, read every 20 ms until they end: a high-water
+    mark only grows, so the last read holds the peak. (wait4's ru_maxrss would count this
+    process's memory too: a child's high-water mark starts before it execs.)"""
+    peak = 0
+    while any(p.poll() is None for p in processes):
+        for process in processes:
+            with contextlib.suppress(OSError, IndexError):
+                status = Path(f"/proc/{process.pid}/status").read_text()
+                peak = max(peak, int(status.split("VmHWM:")[1].split()[0]))
+        time.sleep(0.02)
+    return peak
+
+
+def _logged_span(logs: Sequence[str]) -> float:
+    starts, ends = [], []
+    for log in logs:
+        stamps = [_stamp(line) for line in log.splitlines() if _stamp(line)]
+        started = [_stamp(line) for line in log.splitlines() if " on channels " in line]
+        starts.append(min(s for s in started if s) if started else min(stamps))
+        ends.append(max(stamps))
+    return max(ends) - min(starts)
+
+
+def _stamp(line: str) -> float:
+    try:
+        return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    except ValueError:
+        return 0.0
+
+
+def prepare(
+    work: Path,
+    name: str,
+    hyperparameters: Mapping[str, str],
+    parts: Sequence[tuple[np.ndarray, np.ndarray]],
+) -> list[Path]:
+    """One tree per host (one host alone: hosts = [HOSTS[0]]) holding its part of the rows."""
+    hosts = HOSTS[: len(parts)]
+    bases = []
+    for host, (features, labels) in zip(hosts, parts, strict=True):
+        base = work / name / host
+        layout(base, hyperparameters, hosts, host)
+        write_parquet(base / "input" / "data" / "train" / "part.parquet", features, labels)
+        bases.append(base)
+    return bases
+
+
+Times = tuple[float, float, float]  # wall, logged training, largest host's peak RSS (MB)
