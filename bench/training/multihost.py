@@ -13,11 +13,12 @@ k-means also runs a floor: two one-host jobs of half the rows each, side by side
 CPUs, with no collective at all. It is the best any two-host job can do on this machine: the
 two hosts share its memory bus and caches, and each still starts its interpreter and reads its
 own rows. Two hosts minus the floor is what the collective costs (the XGBoost library, joining
-the group, the allreduce of every step and its waits).
+the group, the allreduce of every step and its waits). Beside it, one of those half jobs alone:
+the floor minus it is what two jobs at once cost each other on one machine.
 
 smserve's byte code is compiled first, as an installed package has it.
 k-means and the set-up run ``--repeats`` times (default 7), the jobs taking turns to go first
-(one host, two hosts, floor; then two hosts, floor, one host; ...), and report medians with
+(one host, two hosts, floor, half alone; then two hosts, floor, ...), and report medians with
 their range: a job's time depends on what ran just before it (the kernel's free huge pages,
 which the job before leaves behind), so a fixed order would favour one side. XGBoost runs once.
 
@@ -73,9 +74,6 @@ def kmeans_objective(model_dir: Path, features: np.ndarray) -> tuple[np.ndarray,
     return centres, float(nearest_squared_distances(features, centres).sum())
 
 
-JOBS = ("one host", "two hosts", "floor")
-
-
 def compare(
     work: Path,
     name: str,
@@ -84,8 +82,9 @@ def compare(
     repeats: int = 1,
     floor: bool = False,
 ) -> tuple[dict[str, list[Times]], Path, Path]:
-    """Each job's times over ``repeats`` runs (``JOBS``; the floor only when asked), the jobs
-    taking turns to go first; and the one-host and two-host model folders."""
+    """Each job's times over ``repeats`` runs (one host, two hosts; with ``floor``, the floor
+    and half alone too), the jobs taking turns to go first; and the one-host and two-host
+    model folders."""
     features, labels = rows
     half = features.shape[0] // 2
     halves = [(features[:half], labels[:half]), (features[half:], labels[half:])]
@@ -97,6 +96,7 @@ def compare(
         jobs["floor"] = [
             prepare(work, f"{name}-half{i}", hyperparameters, [halves[i]])[0] for i in (0, 1)
         ]
+        jobs["half alone"] = jobs["floor"][:1]
     names = list(jobs)
     times: dict[str, list[Times]] = {job: [] for job in names}
     for run in range(repeats):
