@@ -10,9 +10,9 @@ RSS of its largest host. The collective's set-up is measured apart:
 the same jobs on 1,000 rows, two hosts minus one host (two meetings: census and training).
 
 k-means also runs a floor: two one-host jobs of half the rows each, side by side on the two
-CPUs, with no collective at all. It is the best any two-host job can do on this machine: the
-two hosts share its memory bus and caches, and each still starts its interpreter and reads its
-own rows. Two hosts minus the floor is what the collective costs (the XGBoost library, joining
+CPUs, with no collective at all: what two hosts would take if the collective cost nothing. The
+two share the machine's memory bus and caches, and each still starts its interpreter and reads
+its own rows. Two hosts minus the floor is what the collective costs (the XGBoost library, joining
 the group, the allreduce of every step and its waits). Beside it, one of those half jobs alone:
 the floor minus it is what two jobs at once cost each other on one machine.
 
