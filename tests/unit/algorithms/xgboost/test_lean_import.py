@@ -1,7 +1,7 @@
 """A fresh process that loads an XGBoost model imports neither scikit-learn, pandas nor
-scipy.special for it, and can still import them afterwards; one that loads k-means never imports XGBoost; a pickled
-scikit-learn wrapper (opted in) still loads and predicts. Each case runs in a new interpreter,
-since this test process has imported everything already."""
+scipy.special for it, and can still import them afterwards; one that loads k-means never
+imports XGBoost; a pickled scikit-learn wrapper (opted in) still loads and predicts. Each case
+runs in a new interpreter, since this test process has imported everything already."""
 
 from __future__ import annotations
 
