@@ -1,5 +1,6 @@
-"""XGBoost's collective held to one address: a real group of one in this process (XGBoost's own
-tracker and communicator), its sockets read from the kernel."""
+"""XGBoost's collective held to one address: a real group of one (XGBoost's own tracker and
+communicator), its sockets read from the kernel, and the socket options its connections set
+recorded by strace."""
 
 from __future__ import annotations
 
