@@ -26,13 +26,14 @@ class SocketCall:
     port: int
 
 
-def traced(command: list[str], record: Path) -> list[str]:
-    """``command`` run under strace, its binds and connects written to ``record``."""
+def traced(command: list[str], record: Path, calls: str = "bind,connect") -> list[str]:
+    """``command`` run under strace, its ``calls`` (binds and connects unless told) written to
+    ``record``."""
     strace = shutil.which("strace")
     if strace is None:
         pytest.fail("strace is needed to record every socket of a job (./run-tests installs it)")
     return [
-        strace, "-f", "-qq", "--seccomp-bpf", "-e", "trace=bind,connect", "-e", "signal=none",
+        strace, "-f", "-qq", "--seccomp-bpf", "-e", f"trace={calls}", "-e", "signal=none",
         "-o", str(record), *command,
     ]  # fmt: skip
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib
 import logging
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 
 from smserve.training.collective import Meeting, joined
 from smserve.training.collective_address import held_to
+from tests.training_hosts.syscalls import traced
 
 ADDRESS = "127.0.0.9"
 
@@ -82,17 +82,14 @@ def connects_without_nodelay(record: Path) -> tuple[list[str], int]:
 def test_the_collectives_connections_send_without_nagles_delay(tmp_path: Path) -> None:
     # XGBoost's tracker protocol writes a length, then the message: with Nagle's algorithm the
     # message waits for the length's delayed acknowledgement (40 ms a meeting on loopback)
-    strace = shutil.which("strace")
-    if strace is None:
-        pytest.fail("strace is needed to see the socket options set (./run-tests installs it)")
     record = tmp_path / "calls.strace"
     meeting = (ADDRESS, ADDRESS, free_port(ADDRESS), 0, 1, 30)
     group_of_one = (
         "from smserve.training.collective import Meeting, joined\n"
         f"with joined(Meeting(*{meeting!r})):\n    pass\n"
     )
-    traced = [strace, "-f", "-qq", "--seccomp-bpf", "-e", "trace=setsockopt,connect", "-o"]
-    subprocess.run([*traced, str(record), sys.executable, "-c", group_of_one], check=True)
+    command = [sys.executable, "-c", group_of_one]
+    subprocess.run(traced(command, record, calls="setsockopt,connect"), check=True)
     missing, connects = connects_without_nodelay(record)
     assert connects >= 3, record.read_text()  # to the tracker, again to leave, its error port
     assert missing == []
