@@ -92,9 +92,11 @@ def run_job(bases: Sequence[Path], port: int = 0) -> tuple[float, float, float]:
             "SMSERVE_TRACKER_PORT": str(port),
             "OMP_NUM_THREADS": "1",
         }
-        log = (base / "train.log").open("w")
         command = ["taskset", "-c", str(cpu), smserve(), "train"]
-        processes.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT))
+        with (base / "train.log").open("w") as log:  # the child keeps its own copy
+            processes.append(
+                subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+            )
     peak_kb = _peak_while_running(processes)
     codes = [p.wait(timeout=3600) for p in processes]
     elapsed = time.perf_counter() - started
