@@ -56,7 +56,7 @@ def test_a_group_holds_its_listeners_and_connections_to_the_host_address() -> No
         time.sleep(0.01)
 
 
-_TRACED = re.compile(r"^(\d+) (setsockopt|connect)\((\d+), (.*)$")
+_TRACED = re.compile(r"^(\d+)\s+(setsockopt|connect)\((\d+), (.*)$")
 
 
 def connects_without_nodelay(record: Path) -> tuple[list[str], int]:
