@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
-import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 from smserve.codecs.base import DecodeContext
 from smserve.errors import DecodeError, InvalidInput, excerpt
@@ -199,10 +198,19 @@ def _float_values(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
         column, kind = column.cast(kind.value_type), kind.value_type
     dtype = _PLAIN.get(kind)
     if dtype is None:  # safe=False: a uint64 rounds, as in numpy
-        column, dtype = pc.cast(column, pa.float64(), safe=False), np.dtype(np.float64)
+        column, dtype = _cast(column, pa.float64()), np.dtype(np.float64)
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     values = [_chunk_values(chunk, dtype) for chunk in chunks if len(chunk)]
     return np.concatenate(values) if len(values) > 1 else values[0]
+
+
+def _cast(column: pa.Array | pa.ChunkedArray, kind: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    """``column`` as ``kind``, unchecked. ``pyarrow.compute`` is imported here, at the first
+    cast: a training job on float columns never loads it (34 ms), and the server loads it with
+    its codecs (``codecs.default_registry``)."""
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+    return pc.cast(column, kind, safe=False)
 
 
 def _chunk_values(chunk: pa.Array, dtype: np.dtype) -> np.ndarray:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -96,3 +98,23 @@ def test_negotiated_encoder_writes_its_media_type(registry: CodecRegistry) -> No
         encoder = registry.encoder_for(accept, CSV)
         assert encoder.media_type == accept
         assert encoder.encode(prediction) == body
+
+
+def test_the_default_registry_loads_what_the_columnar_casts_import_at_first_use() -> None:
+    """Importing the columnar helpers (as training does) leaves ``pyarrow.compute`` out; the
+    server's registry loads it with the codecs, so that no request waits for it. A fresh
+    interpreter, since this one has imported it already."""
+    report = (
+        "import sys\n"
+        "import smserve.codecs.columnar\n"
+        "before = 'pyarrow.compute' in sys.modules\n"
+        "from smserve.codecs import default_registry\n"
+        "from smserve.config import Settings\n"
+        "default_registry(Settings())\n"
+        "print(before, 'pyarrow.compute' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", report], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -175,3 +178,50 @@ def test_csv_refusals_are_the_serving_codecs(tmp_path: Path, body: bytes) -> Non
     with pytest.raises(TrainingError) as trained:
         read_channel(channel(tmp_path, {"a.csv": body}, "text/csv"))
     assert str(trained.value).endswith(served.value.message)
+
+
+READ_AND_REPORT = """
+import json, sys
+from pathlib import Path
+from smserve.media import parse_media_type
+from smserve.training.channels import Channel
+from smserve.training.data import read_channel
+
+FORMATS = ("google.protobuf", "pyarrow.csv", "pyarrow.compute")
+loaded = {}
+for folder, content_type in zip(sys.argv[1::2], sys.argv[2::2]):
+    rows = read_channel(Channel("train", Path(folder), parse_media_type(content_type))).n_rows
+    loaded[content_type] = [rows, [name for name in FORMATS if name in sys.modules]]
+print(json.dumps(loaded))
+"""
+
+
+def test_a_job_imports_only_the_readers_of_the_formats_it_reads(tmp_path: Path) -> None:
+    """A Parquet channel of float columns loads neither protobuf, Arrow's CSV reader nor its
+    compute functions; the CSV and RecordIO channels read after it load theirs. A fresh
+    interpreter, since this one has imported every codec already."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    features, labels = blobs(6, 3)
+    columns = {"label": labels, **{f"f{i}": features[:, i] for i in range(3)}}
+    (tmp_path / "parquet").mkdir()
+    pq.write_table(pa.table(columns), tmp_path / "parquet" / "a.parquet")
+    csv = channel(tmp_path / "csv", {"a.csv": to_csv(features, labels)}, "text/csv").path
+    rec = {"a.rec": to_recordio(features, labels)}
+    recordio = channel(tmp_path / "rec", rec, "application/x-recordio-protobuf").path
+    arguments = [str(tmp_path / "parquet"), "application/x-parquet", str(csv), "text/csv"]
+    arguments += [str(recordio), "application/x-recordio-protobuf"]
+    done = subprocess.run(
+        [sys.executable, "-c", READ_AND_REPORT, *arguments],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "application/x-parquet": [6, []],
+        "text/csv": [6, ["pyarrow.csv"]],
+        "application/x-recordio-protobuf": [6, ["google.protobuf", "pyarrow.csv"]],
+    }
