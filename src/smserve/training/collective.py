@@ -20,6 +20,7 @@ address (``Meeting.own_address``), so every socket of the job is on it.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -72,10 +73,15 @@ LOCAL = LocalGroup()
 
 
 class HostGroup:
-    """Joined hosts: operations go through ``xgboost.collective``."""
+    """Joined hosts: operations go through ``xgboost.collective``.
+
+    XGBoost's communicator belongs to the thread that joined: from any other thread an
+    allreduce is a group of one and returns this host's own values. So every operation checks
+    that it runs on the joining thread, and raises RuntimeError elsewhere."""
 
     def __init__(self, rank: int, size: int) -> None:
         self._rank, self._size = rank, size
+        self._thread = threading.get_ident()
 
     @property
     def rank(self) -> int:
@@ -89,6 +95,7 @@ class HostGroup:
         """The element-wise sum of every host's ``values`` (same shape on every host)."""
         from xgboost import collective
 
+        self._check_thread()
         flat = np.ascontiguousarray(values, dtype=np.float64)
         return collective.allreduce(flat, collective.Op.SUM).reshape(values.shape)
 
@@ -97,6 +104,7 @@ class HostGroup:
         bitwise OR with zeros), exactly and without pickle."""
         from xgboost import collective
 
+        self._check_thread()
         root = self._rank == 0
         shape = np.zeros(8, dtype=np.int64)
         if root:
@@ -109,6 +117,13 @@ class HostGroup:
         raw = np.ascontiguousarray(data).view(np.uint8).ravel()
         merged = collective.allreduce(raw, collective.Op.BITWISE_OR)
         return merged.view(np.float64).reshape(dims)
+
+    def _check_thread(self) -> None:
+        if threading.get_ident() != self._thread:
+            raise RuntimeError(
+                "a collective operation ran outside the thread that joined the group; "
+                "XGBoost's communicator belongs to that thread (elsewhere it sums nothing)"
+            )
 
 
 @dataclass(frozen=True, slots=True)
