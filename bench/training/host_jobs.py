@@ -1,6 +1,6 @@
 """The processes of ``multihost.py``: each host's ``/opt/ml`` tree, and ``smserve train`` run
 as one process per tree, pinned to a CPU of its own, with its wall time, its logged training
-time and its largest peak RSS."""
+time (for k-means also the part before its first mini-batch step) and its largest peak RSS."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 HOSTS = ("127.0.0.2", "127.0.0.3")
 N_FEATURES = 50
 PARQUET = "application/x-parquet"
+FIRST_STEP = "mini-batch k-means with"  # logged once the hosts have met, before the first step
 
 
 def write_parquet(path: Path, features: np.ndarray, labels: np.ndarray) -> None:
@@ -76,7 +77,7 @@ def free_tracker_ports() -> int:
         return port
 
 
-def run_job(bases: Sequence[Path], port: int = 0) -> tuple[float, float, float]:
+def run_job(bases: Sequence[Path], port: int = 0) -> Times:
     """Start one pinned ``smserve train`` per base (CPU i for base i); the wall time, the
     training time from the logs (first "training ... on channels" to the last line of any
     host: without the interpreter's start and imports, which a loaded machine stretches), and
@@ -103,7 +104,8 @@ def run_job(bases: Sequence[Path], port: int = 0) -> tuple[float, float, float]:
     if any(codes):
         logs = [(b / "train.log").read_text()[-2000:] for b in bases]
         raise SystemExit(f"training failed {codes}:\n" + "\n".join(logs))
-    return elapsed, _logged_span([(b / "train.log").read_text() for b in bases]), peak_kb / 1024
+    span, first_step = _logged_span([(b / "train.log").read_text() for b in bases])
+    return elapsed, span, peak_kb / 1024, first_step
 
 
 def _peak_while_running(processes: Sequence[subprocess.Popen[bytes]]) -> int:
@@ -120,14 +122,18 @@ def _peak_while_running(processes: Sequence[subprocess.Popen[bytes]]) -> int:
     return peak
 
 
-def _logged_span(logs: Sequence[str]) -> float:
-    starts, ends = [], []
+def _logged_span(logs: Sequence[str]) -> tuple[float, float]:
+    """From the first host's "training ... on channels" to the last line of any host; and
+    from there to the last host's first k-means step (``FIRST_STEP``; NaN for XGBoost)."""
+    starts, ends, first_steps = [], [], []
     for log in logs:
         stamps = [_stamp(line) for line in log.splitlines() if _stamp(line)]
         started = [_stamp(line) for line in log.splitlines() if " on channels " in line]
         starts.append(min(s for s in started if s) if started else min(stamps))
         ends.append(max(stamps))
-    return max(ends) - min(starts)
+        stepping = [_stamp(line) for line in log.splitlines() if FIRST_STEP in line]
+        first_steps.append(min(stepping) if stepping else float("nan"))
+    return max(ends) - min(starts), max(first_steps) - min(starts)
 
 
 def _stamp(line: str) -> float:
@@ -154,4 +160,5 @@ def prepare(
     return bases
 
 
-Times = tuple[float, float, float]  # wall, logged training, largest host's peak RSS (MB)
+# wall, logged training, largest host's peak RSS (MB), logged time before the first k-means step
+Times = tuple[float, float, float, float]

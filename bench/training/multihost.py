@@ -9,6 +9,11 @@ default mini-batch size and centre factor, labels ignored. Each job also reports
 RSS of its largest host. The collective's set-up is measured apart:
 the same jobs on 1,000 rows, two hosts minus one host (two meetings: census and training).
 
+For k-means the logged training time is also cut at the last host's first mini-batch step:
+before it, reading the rows and (two hosts) joining the group; from it, the steps, the
+reduction to k and the scores. And the wall-time ratio is also taken run by run (each two-host
+run against the one-host run of the same turn), with its range.
+
 k-means also runs a floor: two one-host jobs of half the rows each, side by side on the two
 CPUs, with no collective at all: what two hosts would take if the collective cost nothing. The
 two share the machine's memory bus and caches, and each still starts its interpreter and reads
@@ -29,6 +34,7 @@ which the job before leaves behind), so a fixed order would favour one side. XGB
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 import statistics
 import sys
@@ -184,10 +190,35 @@ def _report(what: str, times: dict[str, list[Times]], difference: bool = False) 
         if "floor" in medians:
             collective = medians["two hosts"] - medians["floor"]
             print(f"    two hosts minus the floor (what the collective costs): {collective:+.2f} s")
+    if runs and not difference:
+        print(f"    wall, two hosts / one host, run by run: {_paired(times)}")
+    if not any(math.isnan(t[3]) for r in times.values() for t in r):
+        _phases(what, times, runs)
     peaks = ", ".join(
         f"{job} {statistics.median(t[2] for t in r):.0f} MB" for job, r in times.items()
     )
     print(f"{what}, peak RSS of the largest host{runs}: {peaks}")
+
+
+def _paired(times: dict[str, list[Times]]) -> str:
+    """The ratio of each run of two hosts to the one-host run of the same turn: median, range."""
+    pairs = zip(times["one host"], times["two hosts"], strict=True)
+    ratios = [two[0] / one[0] for one, two in pairs]
+    return f"median {statistics.median(ratios):.2f}x ({min(ratios):.2f}x-{max(ratios):.2f}x)"
+
+
+def _phases(what: str, times: dict[str, list[Times]], runs: str) -> None:
+    """The logged training time cut at the last host's first k-means step: before it, reading
+    the rows and (two hosts) joining; from it, the steps, the reduction and the scores."""
+    for label, measure in (
+        ("before the first step (reading, joining)", lambda t: t[3]),
+        ("from the first step to the end", lambda t: t[1] - t[3]),
+    ):
+        medians = {job: statistics.median(map(measure, r)) for job, r in times.items()}
+        line = ", ".join(f"{job} {m:.2f} s" for job, m in medians.items())
+        if "floor" in medians:
+            line += f"; two hosts minus the floor {medians['two hosts'] - medians['floor']:+.2f} s"
+        print(f"{what}, {label}{runs}: {line}")
 
 
 def _against_one_host(medians: dict[str, float], difference: bool) -> str:
