@@ -38,12 +38,17 @@ def host_names(count: int) -> list[str]:
     return [f"127.0.0.{i + 2}" for i in range(count)]
 
 
+def free_port(address: str) -> int:
+    """A port free on ``address`` now."""
+    with socket.socket() as probe:
+        probe.bind((address, 0))
+        return int(probe.getsockname()[1])
+
+
 def free_port_pair(address: str) -> int:
     """A port free on ``address`` with the next one free too (the training group's)."""
     for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind((address, 0))
-            port = int(probe.getsockname()[1])
+        port = free_port(address)
         if port < 65535 and _free(address, port + 1):
             return port
     raise RuntimeError("no free pair of ports")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib
 import logging
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -18,15 +17,10 @@ import pytest
 
 from smserve.training.collective import Meeting, joined
 from smserve.training.collective_address import held_to
+from tests.training_hosts.hosts import free_port
 from tests.training_hosts.syscalls import traced
 
 ADDRESS = "127.0.0.9"
-
-
-def free_port(address: str) -> int:
-    with socket.socket() as probe:
-        probe.bind((address, 0))
-        return int(probe.getsockname()[1])
 
 
 def sockets_now() -> set[tuple[str, int, str]]:
