@@ -8,7 +8,8 @@ from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
+
+from smserve.scipy_sparse import sparse as sp
 
 FloatArray: TypeAlias = npt.NDArray[np.float32]
 Features: TypeAlias = "FloatArray | sp.csr_matrix"

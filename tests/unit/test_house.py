@@ -78,3 +78,11 @@ def test_imports_point_inward(path: Path) -> None:
         assert imports_any(path, ("smserve.codecs", "smserve.http", *doors)) == []
     if under(path, "codecs", "algorithms", "repository", "metrics", "config"):
         assert imports_any(path, ("flask", "smserve.http", "smserve.frontend")) == []
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda path: str(path.relative_to(SOURCE)))
+def test_scipy_is_imported_through_scipy_sparse_alone(path: Path) -> None:
+    # smserve/scipy_sparse.py imports scipy.sparse without the numpy modules scipy's array-API
+    # layer would load for nothing; a module importing scipy itself could import it first
+    if path != SOURCE / "scipy_sparse.py":
+        assert imports_any(path, ("scipy",)) == [], "from smserve.scipy_sparse import sparse"

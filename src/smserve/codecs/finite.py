@@ -10,9 +10,9 @@ decoder only has to say where a value came from (``Batch.locate``).
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from smserve.errors import DecodeError
+from smserve.scipy_sparse import sparse as sp
 from smserve.types import Batch, Features
 
 

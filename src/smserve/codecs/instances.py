@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 
 from smserve.budget import UNLIMITED, RequestBudget
 from smserve.codecs.base import DecodeContext
 from smserve.errors import DecodeError, excerpt
+from smserve.scipy_sparse import sparse as sp
 from smserve.types import Batch, FloatArray
 
 Locate = Callable[[int], str]  # instance position -> "instances[3]" or "line 4"

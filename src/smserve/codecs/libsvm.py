@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 
 from smserve.codecs.base import TEXT_PARAMETERS, UNNAMED, DecodeContext
 from smserve.codecs.libsvm_scan import (
@@ -26,6 +25,7 @@ from smserve.codecs.text import decode_utf8, first_unparsable, load_numbers
 from smserve.config import LIBSVM_INDEX_BASES
 from smserve.errors import DecodeError, excerpt
 from smserve.media import LIBSVM, MediaType
+from smserve.scipy_sparse import sparse as sp
 from smserve.types import Batch, Locate
 
 IntArray = npt.NDArray[np.intp]

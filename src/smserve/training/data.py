@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 from smserve import media
 from smserve.budget import MemoryBudget
 from smserve.codecs.base import DecodeContext
 from smserve.errors import ClientError
+from smserve.scipy_sparse import sparse as sp
 from smserve.training.channels import Channel
 from smserve.training.failure import TrainingError
 from smserve.training.parquet import read_parquet_file

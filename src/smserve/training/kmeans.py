@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 from smserve import media
 from smserve.algorithms.ndarray import write_ndarray_file
 from smserve.resources import detect
+from smserve.scipy_sparse import sparse as sp
 from smserve.training.channels import TRAIN, Channel
 from smserve.training.collective import Group
 from smserve.training.data import Dataset, read_channel

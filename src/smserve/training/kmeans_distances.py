@@ -9,8 +9,8 @@ from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 
+from smserve.scipy_sparse import sparse as sp
 from smserve.types import Features, FloatArray
 
 T = TypeVar("T", bound=np.generic)

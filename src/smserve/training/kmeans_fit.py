@@ -35,8 +35,8 @@ from collections.abc import Mapping
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 
+from smserve.scipy_sparse import sparse as sp
 from smserve.training.channels import TRAIN
 from smserve.training.collective import Group
 from smserve.training.failure import TrainingError

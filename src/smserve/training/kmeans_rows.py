@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 
+from smserve.scipy_sparse import sparse as sp
 from smserve.training.channels import Channel
 from smserve.training.data import Dataset
 from smserve.training.failure import TrainingError

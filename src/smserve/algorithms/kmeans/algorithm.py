@@ -16,13 +16,13 @@ from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 
 from smserve import media
 from smserve.algorithms.base import Capabilities, Scores
 from smserve.algorithms.kmeans.centroids import Centroids, find_artifact, load_centroids
 from smserve.config import Settings
 from smserve.errors import InvalidInput, ModelLoadError
+from smserve.scipy_sparse import sparse as sp
 from smserve.types import Batch, FloatArray, Locate, Prediction
 
 Float64Array = npt.NDArray[np.float64]

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 import xgboost as xgb
 
 from smserve import media
@@ -50,6 +49,7 @@ from smserve.algorithms.xgboost.shapes import (
 )
 from smserve.config import Settings
 from smserve.errors import InvalidInput, ModelLoadError, PredictionError
+from smserve.scipy_sparse import sparse as sp
 from smserve.types import Batch, Features, Prediction
 
 logger = logging.getLogger(__name__)

@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 import xgboost as xgb
 
+from smserve.scipy_sparse import sparse as sp
 from smserve.types import Features
 
 logger = logging.getLogger(__name__)

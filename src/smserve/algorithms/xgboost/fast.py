@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
-import scipy.sparse as sp
 import xgboost as xgb
 
 from smserve.algorithms.xgboost.fast_check import SPECIAL, first_disagreement, probe_rows
 from smserve.algorithms.xgboost.fast_choice import Choice, choose
 from smserve.algorithms.xgboost.fast_trees import ARGMAX, FlatTrees, NotCovered, flat_trees
+from smserve.scipy_sparse import sparse as sp
 from smserve.types import Features
 
 logger = logging.getLogger(__name__)

@@ -21,8 +21,8 @@ import logging
 from collections.abc import Callable, Iterator
 
 import numpy as np
-import scipy.sparse as sp
 
+from smserve.scipy_sparse import sparse as sp
 from smserve.types import Features
 
 logger = logging.getLogger(__name__)

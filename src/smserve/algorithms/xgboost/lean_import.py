@@ -8,9 +8,11 @@ absent, and they stay importable by anything else afterwards.
 
 ``scipy.special`` is hidden too: only XGBoost's scikit-learn wrapper module imports it (for
 ``softmax``), and it took 29 ms of the 41 ms left. Without it XGBoost leaves that module and
-its plotting out (its ``__init__`` allows that), and ``import xgboost`` takes 12 ms. A pickled
-scikit-learn wrapper (opted in with SMSERVE_ALLOW_PICKLE) still unpickles: its unpickling
-imports ``xgboost.sklearn``, whole, and scikit-learn with it.
+its plotting out (its ``__init__`` allows that), and ``import xgboost`` takes 12 ms. XGBoost's
+core imports scipy.sparse: ``smserve.scipy_sparse`` imports it first, without the numpy modules
+scipy's array-API layer would load for nothing. A pickled scikit-learn wrapper (opted in with
+SMSERVE_ALLOW_PICKLE) still unpickles: its unpickling imports ``xgboost.sklearn``, whole, and
+scikit-learn with it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ def import_lean() -> None:
     (``sys.modules[name] = None`` makes their import fail), then unhide them."""
     if "xgboost" in sys.modules:
         return
+    import smserve.scipy_sparse  # noqa: F401 (before XGBoost's core imports scipy.sparse)
+
     hidden = [name for name in UNUSED_BY_XGBOOST if name not in sys.modules]
     for name in hidden:
         sys.modules[name] = None  # type: ignore[assignment]

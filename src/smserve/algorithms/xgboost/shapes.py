@@ -4,9 +4,9 @@ contributions per objective, and a batch widened past the columns a client sent.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from smserve.algorithms.xgboost.model import ModelInfo
+from smserve.scipy_sparse import sparse as sp
 from smserve.types import Features
 
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-import scipy.sparse as sp
-
 from smserve import media
 from smserve.budget import UNLIMITED, RequestBudget
 from smserve.codecs.base import UNNAMED, DecodeContext
 from smserve.codecs.recordio.fast import decode_dense
 from smserve.codecs.recordio.records import FRAMED_BYTES_PER_BYTE, decode_general
 from smserve.codecs.recordio.writer import encode_prediction
+from smserve.scipy_sparse import sparse as sp
 from smserve.types import Batch, Features, FloatArray, Prediction
 
 __all__ = ["RecordioCodec", "read_records"]

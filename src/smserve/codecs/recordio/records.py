@@ -17,13 +17,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 
 from smserve.budget import UNLIMITED, RequestBudget
 from smserve.codecs.recordio.framing import Payload, read_payloads
 from smserve.codecs.recordio.schema import Record
 from smserve.errors import DecodeError
+from smserve.scipy_sparse import sparse as sp
 from smserve.types import Features, FloatArray
 
 FEATURE_KEY = "values"
