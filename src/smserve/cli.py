@@ -16,6 +16,7 @@ gunicorn's status (3: a worker failed to boot), training's, or scoring's (listed
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import sys
@@ -28,7 +29,6 @@ from smserve.algorithms import catalog
 from smserve.config import Settings, TrainingSettings
 from smserve.config.reader import Reader
 from smserve.errors import ClientError, ConfigError, FrontEndError, StartupError
-from smserve.http import process
 from smserve.scoring import command as score_command
 
 EXIT_USAGE = 2
@@ -118,6 +118,9 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(f"invalid configuration: {exc}")
     _configure_logging(settings)
+    # Here, not at the top: training never needs it (multiprocessing: 10 ms of a job's start).
+    from smserve.http import process
+
     logging.getLogger("smserve").info(
         "sizing from %s: %d workers x %d threads, %d MiB per request",
         settings.resources_note,
@@ -152,6 +155,8 @@ def _start(settings: Settings, demo_kind: str | None) -> int:
         settings = settings.replace(
             model_dir=demo.model_dir(demo_kind, settings), algorithm=demo_kind
         )
+        from smserve.http import process
+
         # Training runs OpenMP code, after which this process could not fork workers.
         process.call_in_child(demo.prepare, demo_kind, settings)
     return server.run(settings)
@@ -175,6 +180,8 @@ def _score(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(f"invalid configuration: {exc}")
     _configure_logging(settings)
+    from smserve.http import process
+
     process.tune_malloc(os.environ)  # before any thread starts; forked workers inherit it
     workers = args.workers or settings.cpu_count
     process.limit_native_threads(settings.replace(workers=workers), os.environ, settings.cpu_count)
@@ -219,6 +226,10 @@ def _train(args: argparse.Namespace) -> int:
     # Imported here so that serving never imports the training code.
     from smserve import training
 
+    # This process is the job: what it has imported lives until it ends, so out of the cyclic
+    # collector's reach (as in a serving worker), and the interpreter's full collections at
+    # exit skip it.
+    gc.freeze()
     return training.run(os.environ)
 
 

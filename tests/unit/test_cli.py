@@ -3,6 +3,8 @@ serving paths are tested end to end in tests/process)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -36,6 +38,29 @@ def test_no_command_inside_a_training_job_trains(
     monkeypatch.setenv("SMSERVE_TRAINING_BASE_DIR", str(tmp_path))
     assert main([]) == 0
     assert "no command;" in capsys.readouterr().err
+    assert (tmp_path / "model" / "xgboost-model").is_file()
+
+
+def test_a_training_job_freezes_what_it_imported_and_never_imports_multiprocessing(
+    tmp_path: Path,
+) -> None:
+    # The process is the job: its imports out of the cyclic collector's reach (its collections
+    # at exit skip them). A fresh interpreter: this one has frozen and imported all of it.
+    (tmp_path / "input/config").mkdir(parents=True)
+    (tmp_path / "input/config/hyperparameters.json").write_text('{"num_round": "2"}')
+    (tmp_path / "input/data/train").mkdir(parents=True)
+    (tmp_path / "input/data/train/a.libsvm").write_text("1 0:1 1:2\n0 0:2 1:1\n1 0:1 1:3\n")
+    code = (
+        "import gc, sys; from smserve.cli import main; status = main(['train']); "
+        "print(status, gc.get_freeze_count(), 'multiprocessing' in sys.modules)"
+    )
+    environ = {"PATH": os.environ["PATH"], "SMSERVE_TRAINING_BASE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=environ, capture_output=True, text=True, timeout=120
+    )
+    status, frozen, multiprocessing = done.stdout.splitlines()[-1].split()  # after the logs
+    assert (status, multiprocessing) == ("0", "False"), done.stderr
+    assert int(frozen) > 10_000  # the objects of numpy, scipy, pyarrow, smserve ...
     assert (tmp_path / "model" / "xgboost-model").is_file()
 
 
