@@ -1,12 +1,14 @@
 """The processes of ``multihost.py``: each host's ``/opt/ml`` tree, and ``smserve train`` run
 as one process per tree, pinned to a CPU of its own, with its wall time, its logged training
-time (for k-means also the part before its first mini-batch step) and its largest peak RSS."""
+time (for k-means also the part before its first mini-batch step), its largest peak RSS, and
+the CPU time of all its hosts, user and kernel apart."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -80,10 +82,12 @@ def free_tracker_ports() -> int:
 def run_job(bases: Sequence[Path], port: int = 0) -> Times:
     """Start one pinned ``smserve train`` per base (CPU i for base i); the wall time, the
     training time from the logs (first "training ... on channels" to the last line of any
-    host: without the interpreter's start and imports, which a loaded machine stretches), and
-    the largest peak RSS of a host in MB. ``port`` 0: free tracker ports of
+    host: without the interpreter's start and imports, which a loaded machine stretches), the
+    largest peak RSS of a host in MB, and the user and kernel CPU time of all hosts (this
+    process's reaped children: the jobs run one at a time). ``port`` 0: free tracker ports of
     its own."""
     port = port or free_tracker_ports()
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     processes = []
     for cpu, base in enumerate(bases):
@@ -105,7 +109,9 @@ def run_job(bases: Sequence[Path], port: int = 0) -> Times:
         logs = [(b / "train.log").read_text()[-2000:] for b in bases]
         raise SystemExit(f"training failed {codes}:\n" + "\n".join(logs))
     span, first_step = _logged_span([(b / "train.log").read_text() for b in bases])
-    return elapsed, span, peak_kb / 1024, first_step
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)  # the hosts, all reaped by now
+    user, kernel = used.ru_utime - cpu_before.ru_utime, used.ru_stime - cpu_before.ru_stime
+    return elapsed, span, peak_kb / 1024, first_step, user, kernel
 
 
 def _peak_while_running(processes: Sequence[subprocess.Popen[bytes]]) -> int:
@@ -160,5 +166,6 @@ def prepare(
     return bases
 
 
-# wall, logged training, largest host's peak RSS (MB), logged time before the first k-means step
-Times = tuple[float, float, float, float]
+# wall, logged training, largest host's peak RSS (MB), logged time before the first k-means step,
+# user and kernel CPU time of all hosts together (s)
+Times = tuple[float, float, float, float, float, float]

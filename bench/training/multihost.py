@@ -6,8 +6,9 @@ Data: ``--rows`` (default 1,000,000) x 50 float32 features as Parquet (label fir
 label from a noisy non-linear function; ``--held-out`` further rows score both XGBoost models
 (AUC). The two-host job gets the rows as two ShardedByS3Key halves. k-means: k=10, the
 default mini-batch size and centre factor, labels ignored. Each job also reports the peak
-RSS of its largest host. The collective's set-up is measured apart:
-the same jobs on 1,000 rows, two hosts minus one host (two meetings: census and training).
+RSS of its largest host and the CPU time of all its hosts, user and kernel apart. The
+collective's set-up is measured apart: the same jobs on 1,000 rows, two hosts minus one host
+(two meetings: census and training).
 
 For k-means the logged training time is also cut at the last host's first mini-batch step:
 before it, reading the rows and (two hosts) joining the group; from it, the steps, the
@@ -24,8 +25,10 @@ the floor minus it is what two jobs at once cost each other on one machine.
 smserve's byte code is compiled first, as an installed package has it.
 k-means and the set-up run ``--repeats`` times (default 7), the jobs taking turns to go first
 (one host, two hosts, floor, half alone; then two hosts, floor, ...), and report medians with
-their range: a job's time depends on what ran just before it (the kernel's free huge pages,
-which the job before leaves behind), so a fixed order would favour one side. XGBoost runs once.
+their range: a job's time depends on what ran just before it, so a fixed order would favour
+one side. (On this project's VM the same one-host k-means job spends 0.14 s to 0.49 s in the
+kernel, run to run, nearly all of it zeroing the pages it touches first; its user time stays
+within 0.1 s. Compacting memory before each job does not change that.) XGBoost runs once.
 
     nice .venv/bin/python bench/training/multihost.py [--rows N] [--rounds 100] [--repeats 7]
         [--only xgboost|kmeans] [--work DIR]
@@ -198,6 +201,20 @@ def _report(what: str, times: dict[str, list[Times]], difference: bool = False) 
         f"{job} {statistics.median(t[2] for t in r):.0f} MB" for job, r in times.items()
     )
     print(f"{what}, peak RSS of the largest host{runs}: {peaks}")
+    if runs:
+        _cpu(what, times, runs)
+
+
+def _cpu(what: str, times: dict[str, list[Times]], runs: str) -> None:
+    """The CPU time of all hosts, user and kernel apart. The kernel's share is mostly zeroing
+    the pages a job touches first; where the machine is a VM, how fast that goes depends on
+    whether the hypervisor still backs those pages, which no job controls."""
+    line = "; ".join(
+        f"{job} {statistics.median(t[4] for t in r):.2f} + "
+        f"{statistics.median(t[5] for t in r):.2f} s ({_spread(r, 5)} in the kernel)"
+        for job, r in times.items()
+    )
+    print(f"{what}, CPU time of all hosts, user + kernel{runs}: {line}")
 
 
 def _paired(times: dict[str, list[Times]]) -> str:
