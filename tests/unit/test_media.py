@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from smserve.errors import NotAcceptable, UnsupportedMediaType
-from smserve.media import CSV, JSON, JSONLINES, LIBSVM, RECORDIO, negotiate, parse_media_type
+from smserve.media import (
+    CSV,
+    JSON,
+    JSONLINES,
+    LIBSVM,
+    RECORDIO,
+    negotiate,
+    parse_media_type,
+    parse_parameters,
+)
 
 OFFERS = (JSON, JSONLINES, CSV, RECORDIO)
 DEFAULT = CSV
@@ -104,3 +118,69 @@ def test_parse_media_type(header: str, essence: str, params: dict[str, str]) -> 
 def test_parse_media_type_rejects(header: str) -> None:
     with pytest.raises(UnsupportedMediaType, match="is not a media type"):
         parse_media_type(header)
+
+
+# Werkzeug's parse_options_header is what smserve parsed headers with before (and what Flask
+# still uses): on every header without RFC 2231's "key*" forms or "%22" (a multipart-form
+# quirk), parse_parameters must read the same essence and parameters.
+HEADER_PIECES = st.sampled_from(
+    [
+        "text/csv",
+        "Text/CSV",
+        "a",
+        "B",
+        "1",
+        "_",
+        "-",
+        ".",
+        "=",
+        ";",
+        "; ",
+        " ",
+        "\t",
+        '"',
+        "\\",
+        ",",
+        "/",
+        "q",
+        "label_size",
+        "é",
+        "'",
+        "~",
+    ]
+)
+
+
+@given(st.lists(HEADER_PIECES, max_size=14).map("".join))
+@settings(max_examples=3000, deadline=None)
+def test_parse_parameters_reads_what_werkzeug_reads(header: str) -> None:
+    from werkzeug.http import parse_options_header
+
+    assert parse_parameters(header) == parse_options_header(header)
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        (
+            'text/csv; label_size="1"; charset=utf-8',
+            ("text/csv", {"label_size": "1", "charset": "utf-8"}),
+        ),
+        ('text/csv;header="a;b\\"c"', ("text/csv", {"header": 'a;b"c'})),
+        ("text/csv; label_size 1; charset=utf-8", ("text/csv", {"charset": "utf-8"})),
+        ('text/csv; a="unclosed; charset=utf-8', ("text/csv", {})),
+        ("text/csv; q=1; Q=0.5", ("text/csv", {"q": "0.5"})),
+        ("; q=0.5", ("", {})),
+        # RFC 2231's extended names are no media-type parameter: kept as sent, not decoded
+        ("text/csv; name*=utf-8''a%20b", ("text/csv", {"name*": "utf-8''a%20b"})),
+    ],
+    ids=lambda value: repr(value),
+)
+def test_parse_parameters(header: str, expected: tuple[str, dict[str, str]]) -> None:
+    assert parse_parameters(header) == expected
+
+
+def test_media_parsing_imports_no_werkzeug() -> None:
+    code = "import sys, smserve.media; print('werkzeug' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stderr
