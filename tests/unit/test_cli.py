@@ -14,6 +14,14 @@ from smserve.cli import main, serve_main
 from tests.process.servers import free_port
 
 
+def a_training_job(base: Path) -> None:
+    """A tiny XGBoost job in SageMaker's layout under ``base``."""
+    (base / "input/config").mkdir(parents=True)
+    (base / "input/config/hyperparameters.json").write_text('{"num_round": "2"}')
+    (base / "input/data/train").mkdir(parents=True)
+    (base / "input/data/train/a.libsvm").write_text("1 0:1 1:2\n0 0:2 1:1\n1 0:1 1:3\n")
+
+
 def test_no_command_outside_a_training_job_prints_usage_and_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -29,10 +37,7 @@ def test_no_command_inside_a_training_job_trains(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # What the SageMaker SDK v3's ModelTrainer runs: the image with no command.
-    (tmp_path / "input/config").mkdir(parents=True)
-    (tmp_path / "input/config/hyperparameters.json").write_text('{"num_round": "2"}')
-    (tmp_path / "input/data/train").mkdir(parents=True)
-    (tmp_path / "input/data/train/a.libsvm").write_text("1 0:1 1:2\n0 0:2 1:1\n1 0:1 1:3\n")
+    a_training_job(tmp_path)
     for name in ("SM_INPUT_CONFIG_DIR", "SM_MODEL_DIR", "SM_OUTPUT_DIR", "SM_CHANNEL_TRAIN"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SMSERVE_TRAINING_BASE_DIR", str(tmp_path))
@@ -46,10 +51,7 @@ def test_a_training_job_freezes_what_it_imported_and_never_imports_multiprocessi
 ) -> None:
     # The process is the job: its imports out of the cyclic collector's reach (its collections
     # at exit skip them). A fresh interpreter: this one has frozen and imported all of it.
-    (tmp_path / "input/config").mkdir(parents=True)
-    (tmp_path / "input/config/hyperparameters.json").write_text('{"num_round": "2"}')
-    (tmp_path / "input/data/train").mkdir(parents=True)
-    (tmp_path / "input/data/train/a.libsvm").write_text("1 0:1 1:2\n0 0:2 1:1\n1 0:1 1:3\n")
+    a_training_job(tmp_path)
     code = (
         "import gc, sys; from smserve.cli import main; status = main(['train']); "
         "print(status, gc.get_freeze_count(), 'multiprocessing' in sys.modules)"
