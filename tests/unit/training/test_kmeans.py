@@ -5,13 +5,12 @@ import re
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 from smserve.algorithms.ndarray import read_ndarray_file
 from smserve.training.collective import LOCAL
 from smserve.training.data import Dataset
 from smserve.training.kmeans_config import KMeansConfig
-from smserve.training.kmeans_distances import nearest_centers, nearest_squared_distances
+from smserve.training.kmeans_distances import nearest_squared_distances
 from smserve.training.kmeans_fit import fit
 from smserve.training.kmeans_rows import Rows
 
@@ -122,20 +121,6 @@ def test_local_lloyd_hyperparameters_are_used(
     assert "init random, 3 trial(s), max_iter 50, tol 0.001" in out
     centers = read_ndarray_file(job.model_dir / "model_algo-1")
     assert sorted(np.round(centers[:, 0] / 10).astype(int).tolist()) == [-1, 0, 1]
-
-
-def test_nearest_squared_distances_match_brute_force_for_dense_and_sparse() -> None:
-    rng = np.random.default_rng(1)
-    x = rng.normal(size=(20, 5)).astype(np.float32)
-    x[x < 0] = 0.0
-    centers = rng.normal(size=(4, 5))
-    squared = ((x[:, None, :].astype(np.float64) - centers[None]) ** 2).sum(-1)
-    expected, nearest = squared.min(1), squared.argmin(1)
-    for features in (x, sp.csr_matrix(x)):
-        np.testing.assert_allclose(
-            nearest_squared_distances(features, centers), expected, rtol=1e-9
-        )
-        np.testing.assert_array_equal(nearest_centers(features, centers), nearest)
 
 
 @pytest.mark.parametrize(
