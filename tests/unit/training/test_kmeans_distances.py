@@ -28,13 +28,13 @@ def one_matrix_search(features: np.ndarray, centers: np.ndarray) -> np.ndarray:
     return np.asarray((c * c).sum(axis=1)[None, :] - 2.0 * (features @ c.T)).argmin(axis=1)
 
 
-@pytest.mark.parametrize("n_centers", [1, 7, 140])
+@pytest.mark.parametrize("n_centers", [1, 7, 140, 3000])
 @pytest.mark.parametrize("layout", ["dense", "csr"])
 def test_nearest_centers_in_blocks_equal_the_one_matrix_search_bit_for_bit(
     n_centers: int, layout: str
 ) -> None:
     rng = np.random.default_rng(n_centers)
-    step = kmeans_distances.NEAREST_BLOCK_CELLS // n_centers
+    step = kmeans_distances.nearest_block_rows(n_centers)
     rows = rng.normal(size=(2 * step + 17, 50)).astype(np.float32)  # three blocks, the last short
     rows[rows < -1] = 0.0
     centers = rng.normal(size=(n_centers, 50))
@@ -50,6 +50,19 @@ def test_nearest_centers_takes_the_lowest_of_equal_centres_in_every_block() -> N
     nearest = nearest_centers(rows, centers)
     assert (nearest % 2 == 0).all()
     np.testing.assert_array_equal(nearest, one_matrix_search(rows, centers))
+
+
+@pytest.mark.parametrize("n_centers", [1, 140, 3000, 60_000, 10_000_000])
+def test_a_block_holds_enough_rows_for_a_fast_product_and_bounded_distances(
+    n_centers: int,
+) -> None:
+    rows = kmeans_distances.nearest_block_rows(n_centers)
+    assert rows >= 1
+    assert rows * n_centers <= max(kmeans_distances.DISTANCE_CHUNK_CELLS, n_centers)
+    enough = kmeans_distances.NEAREST_BLOCK_MIN_ROWS * n_centers
+    assert rows >= kmeans_distances.NEAREST_BLOCK_MIN_ROWS or enough > (
+        kmeans_distances.DISTANCE_CHUNK_CELLS
+    )
 
 
 def test_no_rows_give_no_indices() -> None:
