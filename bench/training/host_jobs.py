@@ -5,7 +5,6 @@ the CPU time of all its hosts, user and kernel apart."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import resource
@@ -45,9 +44,24 @@ def layout(
     (config / "resourceconfig.json").write_text(json.dumps(resource))
 
 
-def smserve() -> str:
-    script = Path(sys.executable).with_name("smserve")
-    return str(script) if script.is_file() else "smserve"
+# ``smserve train`` as its console script runs it, and at its exit the host's own VmHWM (kB)
+# written to $SMSERVE_BENCH_PEAK_FILE. A high-water mark read from this process every few ms
+# instead would wake on one of the two CPUs: where both hosts are pinned, it takes a host's
+# CPU, and the hosts, in lockstep, all wait for it; the one-host job would keep the other CPU
+# free for it. (wait4's ru_maxrss would count this process's memory too: a child's high-water
+# mark starts before it execs.)
+TRAIN_REPORTING_PEAK = """
+import atexit, os, sys
+def _peak():
+    with open("/proc/self/status") as status:
+        peak = status.read().split("VmHWM:")[1].split()[0]
+    with open(os.environ["SMSERVE_BENCH_PEAK_FILE"], "w") as out:
+        out.write(peak)
+atexit.register(_peak)
+from smserve.cli import main
+sys.argv[0] = "smserve"
+sys.exit(main())
+"""
 
 
 def compiled_as_installed() -> None:
@@ -96,36 +110,32 @@ def run_job(bases: Sequence[Path], port: int = 0) -> Times:
             "SMSERVE_TRAINING_BASE_DIR": str(base),
             "SMSERVE_TRACKER_PORT": str(port),
             "OMP_NUM_THREADS": "1",
+            "SMSERVE_BENCH_PEAK_FILE": str(base / "peak_kb"),
         }
-        command = ["taskset", "-c", str(cpu), smserve(), "train"]
+        command = [
+            "taskset",
+            "-c",
+            str(cpu),
+            sys.executable,
+            "-P",
+            "-c",
+            TRAIN_REPORTING_PEAK,
+            "train",
+        ]
         with (base / "train.log").open("w") as log:  # the child keeps its own copy
             processes.append(
                 subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
             )
-    peak_kb = _peak_while_running(processes)
     codes = [p.wait(timeout=3600) for p in processes]
     elapsed = time.perf_counter() - started
     if any(codes):
         logs = [(b / "train.log").read_text()[-2000:] for b in bases]
         raise SystemExit(f"training failed {codes}:\n" + "\n".join(logs))
     span, first_step = _logged_span([(b / "train.log").read_text() for b in bases])
+    peak_kb = max(int((b / "peak_kb").read_text()) for b in bases)
     used = resource.getrusage(resource.RUSAGE_CHILDREN)  # the hosts, all reaped by now
     user, kernel = used.ru_utime - cpu_before.ru_utime, used.ru_stime - cpu_before.ru_stime
     return elapsed, span, peak_kb / 1024, first_step, user, kernel
-
-
-def _peak_while_running(processes: Sequence[subprocess.Popen[bytes]]) -> int:
-    """The largest VmHWM (kB) of the processes, read every 20 ms until they end: a high-water
-    mark only grows, so the last read holds the peak. (wait4's ru_maxrss would count this
-    process's memory too: a child's high-water mark starts before it execs.)"""
-    peak = 0
-    while any(p.poll() is None for p in processes):
-        for process in processes:
-            with contextlib.suppress(OSError, IndexError):
-                status = Path(f"/proc/{process.pid}/status").read_text()
-                peak = max(peak, int(status.split("VmHWM:")[1].split()[0]))
-        time.sleep(0.02)
-    return peak
 
 
 def _logged_span(logs: Sequence[str]) -> tuple[float, float]:
