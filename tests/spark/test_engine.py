@@ -6,6 +6,7 @@ a run is several windows (Spark jobs) of two tasks, and answers cross windows an
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from smserve.scoring.engine import Interrupted
 from smserve.scoring.inputs import InputFile, discover
 from smserve.scoring.options import Plan, Run
 from smserve.scoring.progress import Progress
-from smserve.spark.engine import score_files_on_spark
+from smserve.spark.engine import Job, _Jobs, score_files_on_spark
 from tests.scoring.conftest import csv_body, outputs
 from tests.spark.conftest import (
     FILE_ROWS,
@@ -133,6 +134,26 @@ def test_ctrl_c_cancels_the_runs_jobs_and_keeps_no_unfinished_output(
     assert not (tmp_path / "out").exists() or outputs(tmp_path / "out") == {}
     assert spark.sparkContext.statusTracker().getActiveJobsIds() == []
     assert spark.range(3).count() == 3  # the caller's session is left running
+
+
+def _late_and_slow(context: Any, group: str) -> Any:
+    time.sleep(0.5)  # the first cancel has come and gone
+    context.setJobGroup(group, "late", interruptOnCancel=True)
+    return context.parallelize([1], 1).map(lambda x: time.sleep(120) or x).collect()
+
+
+def test_a_job_started_just_after_the_cancel_is_cancelled_too(
+    spark: Any, xgboost_dir: Path
+) -> None:
+    context = spark.sparkContext
+    jobs = _Jobs(spark, Job(settings_for(xgboost_dir), Plan(), RUN))
+    jobs.pool.submit(_late_and_slow, context, jobs.group)
+    started = time.monotonic()
+    with pytest.raises(Interrupted):
+        jobs.__exit__(KeyboardInterrupt, KeyboardInterrupt(), None)  # Ctrl-C in the with block
+    assert time.monotonic() - started < 30  # not the 120 s the job takes uncancelled
+    assert context.statusTracker().getJobIdsForGroup(jobs.group) != []  # it did start
+    assert context.statusTracker().getActiveJobsIds() == []
 
 
 def test_standard_input_is_refused(xgboost_dir: Path) -> None:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import functools
 import io
 import logging
+import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
@@ -51,6 +53,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 WINDOWS_IN_FLIGHT = 2
+CANCEL_BOUND_S = 60.0  # how long an interrupted run waits for Spark to end its jobs
+CANCEL_POLL_S = 0.05
 ANSWER_SCHEMA = (
     "body binary, records long, read long, errors string, failed boolean, failure string"
 )
@@ -110,7 +114,7 @@ def _score(
 class _Jobs:
     """Runs windows as Spark jobs from ``WINDOWS_IN_FLIGHT`` threads, in a job group of
     their own, so that Ctrl-C cancels this run's jobs alone (a caller's session may run
-    others) before the threads are waited for; it then raises Interrupted."""
+    others), and returns once none of them runs; it then raises Interrupted."""
 
     def __init__(self, session: SparkSession, job: Job) -> None:
         self.session, self.job = session, job
@@ -124,12 +128,30 @@ class _Jobs:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        interrupted = kind is not None and issubclass(kind, KeyboardInterrupt)
-        if kind is not None:  # nothing will read the answers of the jobs in flight
-            self.session.sparkContext.cancelJobGroup(self.group)
-        self.pool.shutdown(wait=True, cancel_futures=True)
-        if interrupted:
+        if kind is None:
+            self.pool.shutdown(wait=True)
+            return
+        self._cancel()  # nothing will read the answers of the jobs in flight
+        if issubclass(kind, KeyboardInterrupt):
             raise Interrupted() from None
+
+    def _cancel(self) -> None:
+        """Cancels the group until its threads have returned and Spark reports none of its
+        jobs running (within CANCEL_BOUND_S): a thread may start a job just after a cancel,
+        and Spark reports a job's end a moment after the job ends."""
+        stopping = threading.Thread(target=self.pool.shutdown, kwargs={"cancel_futures": True})
+        stopping.start()
+        deadline = time.monotonic() + CANCEL_BOUND_S
+        while (stopping.is_alive() or self._running()) and time.monotonic() < deadline:
+            self.session.sparkContext.cancelJobGroup(self.group)
+            time.sleep(CANCEL_POLL_S)
+        if stopping.is_alive() or self._running():
+            logger.warning("Spark jobs of group %s still running after %.0f s of cancelling",
+                           self.group, CANCEL_BOUND_S)  # fmt: skip
+
+    def _running(self) -> bool:
+        tracker = self.session.sparkContext.statusTracker()
+        return bool(set(tracker.getJobIdsForGroup(self.group)) & set(tracker.getActiveJobsIds()))
 
 
 def _write(out: Assembler, answered: Iterator[Answered]) -> None:
