@@ -39,7 +39,7 @@ def test_nearest_centers_in_blocks_equal_the_one_matrix_search_bit_for_bit(
     rows[rows < -1] = 0.0
     centers = rng.normal(size=(n_centers, 50))
     features = rows if layout == "dense" else sp.csr_matrix(rows)
-    expected = one_matrix_search(rows if layout == "dense" else features, centers)
+    expected = one_matrix_search(features, centers)
     np.testing.assert_array_equal(nearest_centers(features, centers), expected)
 
 
